@@ -1,0 +1,126 @@
+import './http/fastify-augment.ts';
+import cors from '@fastify/cors';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyServerOptions } from 'fastify';
+import type { Redis } from 'ioredis';
+import { CommandRunner } from './audit/command-runner.ts';
+import { type Clock, systemClock } from './clock.ts';
+import type { Config } from './config/config.ts';
+import { PasswordHasher } from './crypto/passwords.ts';
+import { TokenService } from './crypto/tokens.ts';
+import type { DatabaseHandle } from './db/open-database.ts';
+import { createAuthenticator, type IdentityResolvers } from './http/authentication.ts';
+import { type ClientAddress, resolveClientAddress } from './http/client-address.ts';
+import { installErrorHandling } from './http/errors.ts';
+import { registerOpenApi } from './http/openapi.ts';
+import { registerRateLimits } from './http/rate-limits.ts';
+import { addCaseInsensitiveKeys, validatorCompiler } from './http/validation.ts';
+import { authRoutes } from './modules/auth/auth.routes.ts';
+import { healthRoutes } from './modules/health/health.routes.ts';
+import { findPersonAuthState } from './modules/persons/persons.repository.ts';
+import { scopeRoutes } from './modules/scopes/scopes.routes.ts';
+import type { App, Services } from './services.ts';
+
+export interface AppDependencies {
+  readonly config: Config;
+  readonly database: DatabaseHandle;
+  readonly clock?: Clock;
+  readonly redis?: Redis | null;
+  readonly passwords?: PasswordHasher;
+  /** Fastify's logger option: pino options, or false (tests). */
+  readonly logger?: FastifyServerOptions['logger'];
+  /** Prefix of the shared rate-limit counters (tests give each app its own). */
+  readonly rateLimitNamespace?: string;
+}
+
+const CLIENT_ADDRESS = Symbol('clientAddress');
+const JSON_MEDIA_TYPES = ['text/json', /^application\/[\w.+-]+\+json$/] as const;
+/** Bodies are small JSON documents; anything larger is refused before parsing (400). */
+const BODY_LIMIT_BYTES = 64 * 1024;
+
+/** Builds the service from its dependencies. Never listens: server.ts does, tests inject. */
+export async function buildApp(dependencies: AppDependencies): Promise<App> {
+  const { config, database } = dependencies;
+  const clock = dependencies.clock ?? systemClock;
+  const app = Fastify({
+    logger: dependencies.logger ?? false,
+    bodyLimit: BODY_LIMIT_BYTES,
+    // Error answers are shaped by our handler; Fastify must not add its own fields.
+    return503OnClosing: true,
+    routerOptions: { ignoreTrailingSlash: true },
+  }).withTypeProvider<TypeBoxTypeProvider>() as App;
+  app.setValidatorCompiler(validatorCompiler);
+
+  const services: Services = {
+    config,
+    db: database.db,
+    database,
+    clock,
+    tokens: new TokenService(config.auth, clock),
+    passwords: dependencies.passwords ?? new PasswordHasher(),
+    commands: new CommandRunner(database.db, clock, app.log),
+    redis: dependencies.redis ?? null,
+    log: app.log,
+  };
+
+  // The spec accepts text/json and application/*+json as JSON too.
+  for (const mediaType of JSON_MEDIA_TYPES) {
+    app.addContentTypeParser(mediaType, { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'));
+  }
+
+  app.decorate('services', services);
+  app.decorateRequest('caller', null);
+  app.decorateRequest('clientAddress', {
+    getter(this: {
+      [CLIENT_ADDRESS]?: ClientAddress;
+      raw: { socket: { remoteAddress?: string; encrypted?: boolean } };
+      headers: Record<string, string | string[] | undefined>;
+    }) {
+      this[CLIENT_ADDRESS] ??= resolveClientAddress(
+        {
+          remoteAddress: this.raw.socket.remoteAddress,
+          encrypted: this.raw.socket.encrypted === true,
+          headers: this.headers,
+        },
+        config.network,
+      );
+      return this[CLIENT_ADDRESS];
+    },
+  });
+
+  installErrorHandling(app, config.exposeDiagnostics);
+  await app.register(cors, {
+    origin: config.network.corsAllowedOrigins.length === 0 ? false : [...config.network.corsAllowedOrigins],
+    exposedHeaders: ['Retry-After'],
+  });
+  await registerOpenApi(app);
+
+  const identityResolvers: IdentityResolvers = {
+    person: async (db, id) => findPersonAuthState(db, id),
+    // External-provider users arrive with their own module; until then no such token is valid.
+    extidpUser: async () => null,
+  };
+  const authenticate = createAuthenticator(services.tokens, services.db, identityResolvers);
+  const chargeRateLimits = await registerRateLimits(app, {
+    redis: services.redis,
+    namespace: dependencies.rateLimitNamespace ?? 'portcullis:rate-limit:',
+  });
+  // Order of spec §Endpoints rule 2: authentication and role checks first, then limits, then
+  // parsing and binding (400), then the handler's data-dependent refusals.
+  app.addHook('onRequest', authenticate);
+  app.addHook('onRequest', chargeRateLimits);
+  app.addHook('onRoute', (route) => {
+    if (route.config?.access === undefined && !route.url.startsWith('/swagger')) {
+      throw new Error(`Route ${route.method} ${route.url} does not declare who may call it (config.access).`);
+    }
+    addCaseInsensitiveKeys(route);
+  });
+
+  await app.register(async (scoped) => {
+    const api = scoped as unknown as App;
+    healthRoutes(api, services);
+    authRoutes(api, services);
+    scopeRoutes(api, services);
+  });
+  return app;
+}

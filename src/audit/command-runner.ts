@@ -1,0 +1,145 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Clock } from '../clock.ts';
+import type { Db, Tx } from '../db/database.ts';
+import { InvalidField, Refusal } from '../http/messages.ts';
+import { type AuditRecord, insertAuditEntry } from './audit.repository.ts';
+
+/**
+ * Every write is a named command run through `CommandRunner.run`, which records one audit entry
+ * (actor, target, action = command name, outcome). This is the spec's "one decorator": nobody
+ * writes an audit row by hand.
+ *
+ * A command has two steps:
+ * - `prepare` (optional) runs outside any transaction: checks that read, and slow work such as
+ *   password hashing that must not hold SQLite's single write lock;
+ * - `execute` runs in a transaction together with the success audit row, so a write and its
+ *   audit entry commit together or not at all.
+ * A refusal or failure in either step rolls back and is recorded with succeeded = false.
+ * `execute` may instead *return* a Refusal: its writes so far commit (a failed-attempt counter,
+ * a spent guess, a charged budget), the entry is recorded as failed, and the refusal is thrown.
+ */
+
+export interface Actor {
+  readonly id: string;
+}
+
+export interface StepContext {
+  readonly db: Db;
+  /** The command's time, read once from the clock: every row it writes agrees on "now". */
+  readonly now: string;
+  readonly clock: Clock;
+  readonly actor: Actor | null;
+  /** Names the audited target (the resource acted on). The last call wins. */
+  setTarget(id: string | null): void;
+  /** Work to do once the transaction has committed (mail, cache invalidation); never fails the command. */
+  afterCommit(effect: () => void | Promise<void>): void;
+}
+
+export interface ExecuteContext extends StepContext {
+  readonly tx: Tx;
+}
+
+export interface Command<Input, Output, Prepared = Input> {
+  /** The audit action: the command type name, e.g. CreateScopeCommand. */
+  readonly name: string;
+  readonly prepare?: (context: StepContext, input: Input) => Promise<Prepared>;
+  readonly execute: (context: ExecuteContext, prepared: Prepared) => Promise<Output | Refusal>;
+}
+
+export function defineCommand<Input, Output>(command: {
+  name: string;
+  execute: (context: ExecuteContext, input: Input) => Promise<Output | Refusal>;
+}): Command<Input, Output, Input>;
+export function defineCommand<Input, Output, Prepared>(command: {
+  name: string;
+  prepare: (context: StepContext, input: Input) => Promise<Prepared>;
+  execute: (context: ExecuteContext, prepared: Prepared) => Promise<Output | Refusal>;
+}): Command<Input, Output, Prepared>;
+export function defineCommand<Input, Output, Prepared>(
+  command: Command<Input, Output, Prepared>,
+): Command<Input, Output, Prepared> {
+  return command;
+}
+
+export class CommandRunner {
+  readonly #db: Db;
+  readonly #clock: Clock;
+  readonly #log: FastifyBaseLogger;
+
+  constructor(db: Db, clock: Clock, log: FastifyBaseLogger) {
+    this.#db = db;
+    this.#clock = clock;
+    this.#log = log;
+  }
+
+  async run<Input, Output, Prepared>(
+    command: Command<Input, Output, Prepared>,
+    input: Input,
+    actor: Actor | null,
+  ): Promise<Output> {
+    let targetId: string | null = null;
+    const effects: Array<() => void | Promise<void>> = [];
+    const base: StepContext = {
+      db: this.#db,
+      now: this.#clock.now().toISOString(),
+      clock: this.#clock,
+      actor,
+      setTarget: (id) => {
+        targetId = id;
+      },
+      afterCommit: (effect) => {
+        effects.push(effect);
+      },
+    };
+    const audit = (succeeded: boolean, failureReason: string | null): AuditRecord => ({
+      actorId: actor?.id ?? null,
+      targetId,
+      action: command.name,
+      succeeded,
+      failureReason,
+      recordedAt: base.now,
+    });
+
+    let output: Output | Refusal;
+    try {
+      const prepared =
+        command.prepare === undefined ? (input as unknown as Prepared) : await command.prepare(base, input);
+      output = await this.#db.transaction().execute(async (tx) => {
+        const result = await command.execute({ ...base, tx }, prepared);
+        const refused = result instanceof Refusal;
+        await insertAuditEntry(tx, audit(!refused, refused ? result.message : null));
+        return result;
+      });
+    } catch (error) {
+      await this.#recordFailure(audit(false, failureReasonOf(error)));
+      throw error;
+    }
+    for (const effect of effects) this.#runEffect(command.name, effect);
+    if (output instanceof Refusal) throw output;
+    return output;
+  }
+
+  async #recordFailure(record: AuditRecord): Promise<void> {
+    try {
+      await insertAuditEntry(this.#db, record);
+    } catch (error) {
+      // The refusal itself must still reach the caller; a lost failure entry is logged instead.
+      this.#log.error(
+        { err: error, action: record.action },
+        'could not record a failed command in the audit trail',
+      );
+    }
+  }
+
+  #runEffect(action: string, effect: () => void | Promise<void>): void {
+    Promise.resolve()
+      .then(effect)
+      .catch((error: unknown) => this.#log.error({ err: error, action }, 'after-commit effect failed'));
+  }
+}
+
+/** The reason kept with a failed entry: the refusal's message, never an exception's text. */
+function failureReasonOf(error: unknown): string {
+  if (error instanceof Refusal || error instanceof InvalidField) return error.message;
+  return 'Internal error';
+}

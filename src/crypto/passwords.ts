@@ -1,0 +1,83 @@
+import { availableParallelism } from 'node:os';
+import { hash, parseOptions, verify } from '@node-rs/argon2';
+import { Refusal } from '../http/messages.ts';
+import { ConcurrencyBound } from './concurrency.ts';
+
+/** Argon2id parameters (DECISIONS §7): 19 MiB, two passes, one lane, 16-byte salt. */
+/** @node-rs/argon2's Algorithm.Argon2id (a const enum, which erasable TypeScript cannot import). */
+const ARGON2ID = 2;
+
+export const PASSWORD_HASH_PARAMETERS = Object.freeze({
+  algorithm: ARGON2ID,
+  memoryCost: 19_456,
+  timeCost: 2,
+  parallelism: 1,
+});
+
+/** How long a check may wait for a slot before the caller gets 503 (DECISIONS §3, §7). */
+export const CREDENTIAL_CHECK_WAIT_MS = 10_000;
+export const BUSY_RETRY_AFTER_SECONDS = 5;
+
+export interface PasswordVerdict {
+  readonly valid: boolean;
+  /** The stored hash used older parameters: store a fresh hash of the (correct) password. */
+  readonly needsRehash: boolean;
+}
+
+/**
+ * Password hashing and checking. Every check runs under one process-wide bound (spec
+ * §Authentication 10) so a burst of sign-ins cannot starve the rest of the service; email-code
+ * checks share it through `runBounded`.
+ */
+export class PasswordHasher {
+  readonly #bound: ConcurrencyBound;
+  #decoyHash: Promise<string> | null = null;
+
+  constructor(concurrency: number = availableParallelism()) {
+    this.#bound = new ConcurrencyBound(concurrency);
+  }
+
+  hash(password: string): Promise<string> {
+    return this.runBounded(() => hash(password, PASSWORD_HASH_PARAMETERS));
+  }
+
+  async verify(storedHash: string, password: string): Promise<PasswordVerdict> {
+    const valid = await this.runBounded(() => verify(storedHash, password).catch(() => false));
+    return { valid, needsRehash: valid && hashNeedsUpgrade(storedHash) };
+  }
+
+  /**
+   * Spends one full verification against a fixed decoy hash. Unknown and locked accounts take
+   * this path so that their answer takes as long as a wrong password does.
+   */
+  async verifyDecoy(password: string): Promise<void> {
+    this.#decoyHash ??= hash('decoy password that is never accepted', PASSWORD_HASH_PARAMETERS);
+    const decoy = await this.#decoyHash;
+    await this.runBounded(() => verify(decoy, password).catch(() => false));
+  }
+
+  /** Runs a credential check under the bound; 503 (with Retry-After) when no slot comes in 10 s. */
+  async runBounded<T>(work: () => Promise<T>): Promise<T> {
+    const outcome = await this.#bound.run(work, CREDENTIAL_CHECK_WAIT_MS);
+    if (outcome.busy) {
+      throw new Refusal('The service is busy verifying credentials. Try again shortly.', {
+        'retry-after': String(BUSY_RETRY_AFTER_SECONDS),
+      });
+    }
+    return outcome.value;
+  }
+}
+
+function hashNeedsUpgrade(storedHash: string): boolean {
+  try {
+    const stored = parseOptions(storedHash);
+    return (
+      stored.algorithm !== PASSWORD_HASH_PARAMETERS.algorithm ||
+      stored.memoryCost !== PASSWORD_HASH_PARAMETERS.memoryCost ||
+      stored.timeCost !== PASSWORD_HASH_PARAMETERS.timeCost ||
+      stored.parallelism !== PASSWORD_HASH_PARAMETERS.parallelism
+    );
+  } catch {
+    return true;
+  }
+}

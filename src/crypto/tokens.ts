@@ -1,0 +1,188 @@
+import { randomUUID } from 'node:crypto';
+import { createSigner, createVerifier } from 'fast-jwt';
+import type { Clock } from '../clock.ts';
+import type { Config } from '../config/config.ts';
+import type { Role } from '../db/database.ts';
+
+/**
+ * Issuing and reading every token the service makes (HS256 only; fast-jwt, synchronous and
+ * off the libuv pool that Argon2 uses). fast-jwt checks the signature, algorithm, issuer and
+ * audience; lifetimes are checked here against the injected clock, so tests can move time.
+ */
+
+export type IdentityKind = 'person' | 'extidpUser';
+/** What a bearer token may be: a full person token, a subject-rights-only token, a challenge. */
+export type BearerKind = 'full' | 'subjectRights' | 'challenge';
+
+export interface IdentityClaims {
+  readonly sub: string;
+  readonly role: Role;
+  readonly kind: IdentityKind;
+  readonly scopeId?: string;
+  readonly permissions?: readonly string[];
+  /** Security stamp; persons only (external-provider users carry none). */
+  readonly sst?: string;
+}
+
+export interface ChallengeClaims {
+  readonly sub: string;
+  /** The challenge row this token redeems. */
+  readonly cid: string;
+  readonly sst: string;
+}
+
+export interface ApplicationClaims {
+  readonly sub: string;
+  readonly scopeId: string;
+  /** The credential the token was exchanged for: the live check needs it. */
+  readonly cid: string;
+  readonly permissions?: readonly string[];
+}
+
+interface RegisteredClaims {
+  readonly iss: string;
+  readonly aud: string | readonly string[];
+  readonly iat: number;
+  readonly nbf: number;
+  readonly exp: number;
+  readonly jti: string;
+}
+
+export interface IssuedToken {
+  readonly token: string;
+  readonly expiresAt: Date;
+}
+
+export type BearerToken =
+  | { readonly kind: 'full' | 'subjectRights'; readonly claims: IdentityClaims & RegisteredClaims }
+  | { readonly kind: 'challenge'; readonly claims: ChallengeClaims & RegisteredClaims };
+
+type Verify = (token: string) => Record<string, unknown>;
+type Sign = (payload: Record<string, unknown>) => string;
+
+export class TokenService {
+  readonly #auth: Config['auth'];
+  readonly #clock: Clock;
+  readonly #sign: Sign;
+  readonly #bearerVerifiers: readonly Verify[];
+  readonly #applicationVerifiers: readonly Verify[];
+  readonly #audienceKinds: ReadonlyMap<string, BearerKind>;
+
+  constructor(auth: Config['auth'], clock: Clock) {
+    this.#auth = auth;
+    this.#clock = clock;
+    // The HMAC key is the secret's ASCII bytes exactly as configured (DECISIONS §7).
+    // Tokens are always signed with the current secret; the previous one only validates.
+    this.#sign = createSigner({
+      key: auth.tokenSecret,
+      algorithm: 'HS256',
+      iss: auth.issuer,
+    });
+    const keys = [auth.tokenSecret, ...(auth.previousTokenSecret === null ? [] : [auth.previousTokenSecret])];
+    const verifier = (key: string, audiences: string[]): Verify =>
+      createVerifier({
+        key,
+        algorithms: ['HS256'],
+        allowedIss: auth.issuer,
+        allowedAud: audiences,
+        requiredClaims: ['iss', 'aud', 'exp', 'sub'],
+        // Lifetimes are checked against the injected clock below.
+        ignoreExpiration: true,
+        ignoreNotBefore: true,
+      }) as Verify;
+    const bearerAudiences = [auth.audience, auth.challengeAudience, auth.subjectRightsAudience];
+    this.#bearerVerifiers = keys.map((key) => verifier(key, bearerAudiences));
+    this.#applicationVerifiers = keys.map((key) => verifier(key, [auth.applicationAudience]));
+    this.#audienceKinds = new Map<string, BearerKind>([
+      [auth.audience, 'full'],
+      [auth.challengeAudience, 'challenge'],
+      [auth.subjectRightsAudience, 'subjectRights'],
+    ]);
+  }
+
+  issueFullToken(identity: IdentityClaims): IssuedToken {
+    return this.#issue(this.#auth.audience, this.#auth.tokenLifetimeSeconds, identity);
+  }
+
+  /** A restricted identity's token: valid only at the four subject-rights endpoints; no scope. */
+  issueSubjectRightsToken(identity: IdentityClaims): IssuedToken {
+    const { scopeId: _scope, permissions: _permissions, ...unscoped } = identity;
+    return this.#issue(this.#auth.subjectRightsAudience, this.#auth.tokenLifetimeSeconds, unscoped);
+  }
+
+  issueChallengeToken(challenge: ChallengeClaims, lifetimeSeconds: number): IssuedToken {
+    return this.#issue(this.#auth.challengeAudience, lifetimeSeconds, challenge);
+  }
+
+  issueApplicationToken(application: ApplicationClaims): IssuedToken {
+    return this.#issue(
+      this.#auth.applicationAudience,
+      this.#auth.applicationTokenLifetimeSeconds,
+      application,
+    );
+  }
+
+  /** Reads a bearer token of the person side; null when it is not one of ours, or not current. */
+  readBearer(token: string): BearerToken | null {
+    const payload = this.#verify(this.#bearerVerifiers, token);
+    if (payload === null) return null;
+    const kind = this.#audienceKinds.get(singleAudience(payload.aud) ?? '');
+    if (kind === undefined) return null;
+    if (kind === 'challenge') {
+      if (!isString(payload.cid) || !isString(payload.sst)) return null;
+      return { kind, claims: payload as unknown as ChallengeClaims & RegisteredClaims };
+    }
+    if (!isRole(payload.role) || (payload.kind !== 'person' && payload.kind !== 'extidpUser')) return null;
+    return { kind, claims: payload as unknown as IdentityClaims & RegisteredClaims };
+  }
+
+  /** Reads an application token (zero clock skew); null when refused for any reason. */
+  readApplicationToken(token: string): (ApplicationClaims & RegisteredClaims) | null {
+    const payload = this.#verify(this.#applicationVerifiers, token);
+    if (payload === null || singleAudience(payload.aud) !== this.#auth.applicationAudience) return null;
+    if (!isString(payload.scopeId) || !isString(payload.cid)) return null;
+    return payload as unknown as ApplicationClaims & RegisteredClaims;
+  }
+
+  #issue(audience: string, lifetimeSeconds: number, claims: object): IssuedToken {
+    const issuedAt = Math.floor(this.#clock.now().getTime() / 1000);
+    const expiresAt = issuedAt + Math.floor(lifetimeSeconds);
+    const token = this.#sign({
+      ...claims,
+      aud: audience,
+      iat: issuedAt,
+      nbf: issuedAt,
+      exp: expiresAt,
+      jti: randomUUID(),
+    });
+    return { token, expiresAt: new Date(expiresAt * 1000) };
+  }
+
+  #verify(verifiers: readonly Verify[], token: string): Record<string, unknown> | null {
+    for (const verify of verifiers) {
+      let payload: Record<string, unknown>;
+      try {
+        payload = verify(token);
+      } catch {
+        continue; // bad signature under this key: the previous key may still accept it
+      }
+      const now = this.#clock.now().getTime() / 1000;
+      const { exp, nbf } = payload;
+      // Zero clock skew: a token is valid from nbf up to, not including, exp.
+      if (typeof exp !== 'number' || now >= exp) return null;
+      if (typeof nbf === 'number' && now < nbf) return null;
+      return payload;
+    }
+    return null;
+  }
+}
+
+/** A token must name exactly one audience; a token valid for two readers is refused by both. */
+function singleAudience(aud: unknown): string | null {
+  if (typeof aud === 'string') return aud;
+  if (Array.isArray(aud) && aud.length === 1 && typeof aud[0] === 'string') return aud[0];
+  return null;
+}
+
+const isString = (value: unknown): value is string => typeof value === 'string' && value !== '';
+const isRole = (value: unknown): value is Role => value === 1 || value === 2 || value === 3;

@@ -1,0 +1,90 @@
+import type { Generated, Insertable, Kysely, Selectable, Transaction, Updateable } from 'kysely';
+
+/**
+ * Row types of every table. Both dialects store the same shapes:
+ * - ids are GUID strings (the public id is the primary key; nothing else is ever exposed);
+ * - times are ISO-8601 UTC strings (`2026-01-01T00:00:00.000Z`), fixed width, so they sort and
+ *   compare correctly as text in SQLite and PostgreSQL alike;
+ * - flags are integers 0/1, because SQLite has no boolean and one migration set serves both.
+ */
+
+export type IsoTime = string;
+export type Flag = 0 | 1;
+
+export const Role = { SystemAdmin: 1, ScopeAdmin: 2, User: 3 } as const;
+export type Role = (typeof Role)[keyof typeof Role];
+
+export interface PersonsTable {
+  id: string;
+  name: string;
+  email: string;
+  /** Trimmed and lower-cased: the key of the case-insensitive uniqueness rules. */
+  email_normalized: string;
+  role: Role;
+  /** Set for Users only; administrators have no scope. */
+  scope_id: string | null;
+  password_hash: string | null;
+  security_stamp: string;
+  email_verified: Flag;
+  failed_login_attempts: Generated<number>;
+  locked_out_until: IsoTime | null;
+  restricted_at: IsoTime | null;
+  restriction_ground: string | null;
+  erasure_requested_at: IsoTime | null;
+  deleted_at: IsoTime | null;
+  anonymised_at: IsoTime | null;
+  created_at: IsoTime;
+  updated_at: IsoTime;
+}
+
+export interface ScopesTable {
+  id: string;
+  name: string;
+  /** Trimmed and lower-cased: scope names are unique case-insensitively among live scopes. */
+  name_normalized: string;
+  description: string;
+  extidp_signin_enabled: Flag;
+  self_registration_enabled: Flag;
+  email_verification_url: string | null;
+  password_reset_url: string | null;
+  deleted_at: IsoTime | null;
+  created_at: IsoTime;
+  updated_at: IsoTime;
+}
+
+export interface ScopeOwnersTable {
+  scope_id: string;
+  person_id: string;
+  created_at: IsoTime;
+}
+
+export interface AuditEntriesTable {
+  id: string;
+  actor_id: string | null;
+  target_id: string | null;
+  action: string;
+  succeeded: Flag;
+  failure_reason: string | null;
+  recorded_at: IsoTime;
+}
+
+export interface Database {
+  persons: PersonsTable;
+  scopes: ScopesTable;
+  scope_owners: ScopeOwnersTable;
+  audit_entries: AuditEntriesTable;
+}
+
+export type Db = Kysely<Database>;
+/** A function that must run inside a transaction takes this, so its type says so. */
+export type Tx = Transaction<Database>;
+/** Either: repositories that do not care take this. */
+export type DbOrTx = Kysely<Database> | Transaction<Database>;
+
+export type PersonRow = Selectable<PersonsTable>;
+export type NewPerson = Insertable<PersonsTable>;
+export type PersonUpdate = Updateable<PersonsTable>;
+export type ScopeRow = Selectable<ScopesTable>;
+export type AuditEntryRow = Selectable<AuditEntriesTable>;
+
+export const toFlag = (value: boolean): Flag => (value ? 1 : 0);

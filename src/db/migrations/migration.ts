@@ -1,0 +1,21 @@
+import type { Kysely } from 'kysely';
+
+/**
+ * Migrations are frozen in time: they must not follow later changes of the table types, so
+ * they see the database untyped. This is the one place that says so.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: migrations are deliberately untyped (see above).
+export type MigrationDb = Kysely<any>;
+
+export interface Migration {
+  up(db: MigrationDb): Promise<void>;
+}
+
+/** Column types shared by both dialects (see db/database.ts for why text and integer). */
+export const column = {
+  id: 'text',
+  time: 'text',
+  flag: 'integer',
+  text: 'text',
+  integer: 'integer',
+} as const;

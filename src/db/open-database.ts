@@ -1,0 +1,69 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import pg from 'pg';
+import { sqliteFilePath } from '../config/config.ts';
+import type { Database } from './database.ts';
+import { withStatementCache } from './sqlite-statement-cache.ts';
+
+export type Dialect = 'sqlite' | 'postgres';
+
+export interface DatabaseHandle {
+  readonly db: Kysely<Database>;
+  readonly dialect: Dialect;
+  /** Cheap round trip for the detailed health check. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface OpenDatabaseOptions {
+  /** PostgreSQL only: the schema to use (tests give each file its own). */
+  readonly postgresSchema?: string;
+  readonly postgresPoolSize?: number;
+}
+
+// COUNT(*) and other int8 results arrive as strings by default; our counts fit in a double.
+pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
+
+export function openDatabase(url: string, options: OpenDatabaseOptions = {}): DatabaseHandle {
+  if (url.startsWith('sqlite:')) return openSqlite(url);
+  return openPostgres(url, options);
+}
+
+function openSqlite(url: string): DatabaseHandle {
+  const file = sqliteFilePath(url);
+  if (file !== null) mkdirSync(dirname(file), { recursive: true });
+  const database = new BetterSqlite3(file ?? ':memory:');
+  // WAL lets readers proceed during a write; NORMAL is durable across process crashes in WAL.
+  database.pragma('journal_mode = WAL');
+  database.pragma('synchronous = NORMAL');
+  database.pragma('foreign_keys = ON');
+  database.pragma('busy_timeout = 5000');
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) });
+  return {
+    db,
+    dialect: 'sqlite',
+    ping: async () => {
+      database.prepare('select 1').get();
+    },
+    close: () => db.destroy(),
+  };
+}
+
+function openPostgres(url: string, options: OpenDatabaseOptions): DatabaseHandle {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.postgresPoolSize ?? 10,
+    ...(options.postgresSchema === undefined ? {} : { options: `-c search_path=${options.postgresSchema}` }),
+  });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return {
+    db,
+    dialect: 'postgres',
+    ping: async () => {
+      await pool.query('select 1');
+    },
+    close: () => db.destroy(),
+  };
+}

@@ -1,0 +1,39 @@
+import type { FastifyRequest } from 'fastify';
+import type { IdentityKind } from '../crypto/tokens.ts';
+import { Role } from '../db/database.ts';
+import { Refusal } from './messages.ts';
+
+/**
+ * Who may call a route (spec §Endpoints "Who"). Declared on each route as `config.access`:
+ * - `anonymous`: no token read;
+ * - `{ roles }`: a full person token whose (current) role is listed; no roles = any role;
+ * - `subjectRights: true`: one of the four subject-rights endpoints, which also admit a
+ *   subject-rights-only token and a restricted identity.
+ * Ownership of the addressed scope or application is data, so handlers confirm it.
+ */
+export type Access = 'anonymous' | { readonly roles?: readonly Role[]; readonly subjectRights?: boolean };
+
+export const ANONYMOUS: Access = 'anonymous';
+export const ANY_AUTHENTICATED: Access = {};
+export const SYSTEM_ADMIN: Access = { roles: [Role.SystemAdmin] };
+export const ADMINISTRATORS: Access = { roles: [Role.SystemAdmin, Role.ScopeAdmin] };
+export const SUBJECT_RIGHTS: Access = { subjectRights: true };
+
+/** The authenticated identity of a request, read from its token and confirmed against storage. */
+export interface Caller {
+  readonly id: string;
+  readonly kind: IdentityKind;
+  /** The current role from storage, not the role in the token. */
+  readonly role: Role;
+  readonly scopeId: string | null;
+  readonly tokenKind: 'full' | 'subjectRights';
+  readonly restricted: boolean;
+}
+
+/** The caller of a route that requires authentication (the hook guarantees one). */
+export function callerOf(request: FastifyRequest): Caller {
+  if (request.caller === null) throw new Refusal('Invalid token');
+  return request.caller;
+}
+
+export const isSystemAdmin = (caller: Caller): boolean => caller.role === Role.SystemAdmin;

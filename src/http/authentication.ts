@@ -1,0 +1,70 @@
+import type { FastifyRequest } from 'fastify';
+import type { IdentityKind, TokenService } from '../crypto/tokens.ts';
+import type { Db, Role } from '../db/database.ts';
+import type { Caller } from './access.ts';
+import { Refusal } from './messages.ts';
+
+/** What authentication needs to know of an identity named by a token, read fresh per request. */
+export interface IdentityState {
+  readonly id: string;
+  readonly role: Role;
+  readonly scopeId: string | null;
+  /** null for identities that carry no stamp (external-provider users). */
+  readonly securityStamp: string | null;
+  /** Deleted, anonymised, or suspended pending erasure. */
+  readonly gone: boolean;
+  readonly restricted: boolean;
+}
+
+export type IdentityResolvers = Readonly<
+  Record<IdentityKind, (db: Db, id: string) => Promise<IdentityState | null>>
+>;
+
+const BEARER = /^Bearer +([A-Za-z0-9._~+/-]+=*) *$/i;
+
+/**
+ * The onRequest step of every route that is not anonymous: token → identity → role gate
+ * (spec §Authentication 1–8; runs before body parsing and binding, as §Endpoints requires).
+ * The identity is one primary-key read per request: the stamp, deletion and restriction must
+ * be current, so a revoked token stops working at once on every instance.
+ */
+export function createAuthenticator(tokens: TokenService, db: Db, resolvers: IdentityResolvers) {
+  return async function authenticate(request: FastifyRequest): Promise<void> {
+    const access = request.routeOptions.config.access;
+    if (access === undefined || access === 'anonymous') return;
+
+    const token = BEARER.exec(request.headers.authorization ?? '')?.[1];
+    const bearer = token === undefined ? null : tokens.readBearer(token);
+    // A challenge token is never a bearer credential (spec §Authentication 5).
+    if (bearer === null || bearer.kind === 'challenge') throw new Refusal('Invalid token');
+    // A subject-rights token is honoured only at the four subject-rights endpoints, whatever
+    // the state of the restriction now (spec §Authentication 8).
+    if (bearer.kind === 'subjectRights' && access.subjectRights !== true) {
+      throw new Refusal('You do not have permission to access this resource.');
+    }
+
+    const { claims } = bearer;
+    const identity = await resolvers[claims.kind](db, claims.sub);
+    if (identity === null) throw new Refusal('This token is no longer valid. Sign in again.');
+    // A missing or outdated stamp means the token predates a password reset, an email change
+    // or a two-factor change: refused everywhere (spec §Authentication 4).
+    if (identity.securityStamp !== null && claims.sst !== identity.securityStamp) {
+      throw new Refusal('This token has been revoked. Sign in again.');
+    }
+    if (identity.gone || (identity.restricted && access.subjectRights !== true)) {
+      throw new Refusal('This token is no longer valid. Sign in again.');
+    }
+    if (access.roles !== undefined && !access.roles.includes(identity.role)) {
+      throw new Refusal('You do not have permission to access this resource.');
+    }
+
+    request.caller = {
+      id: identity.id,
+      kind: claims.kind,
+      role: identity.role,
+      scopeId: identity.scopeId,
+      tokenKind: bearer.kind,
+      restricted: identity.restricted,
+    } satisfies Caller;
+  };
+}

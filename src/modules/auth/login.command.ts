@@ -1,0 +1,112 @@
+import { defineCommand } from '../../audit/command-runner.ts';
+import type { PasswordHasher } from '../../crypto/passwords.ts';
+import type { TokenService } from '../../crypto/tokens.ts';
+import { type PersonRow, Role } from '../../db/database.ts';
+import { Refusal } from '../../http/messages.ts';
+import { normalizeEmail } from '../persons/person-rules.ts';
+import { findPersonByEmailForSignIn } from '../persons/persons.repository.ts';
+import { isLiveScope } from '../scopes/scopes.repository.ts';
+import type { LoginBody, SignInResult } from './auth.schemas.ts';
+
+/** DECISIONS §7: the 10th consecutive wrong password locks password sign-in for 15 minutes. */
+export const LOCKOUT_THRESHOLD = 10;
+export const LOCKOUT_SECONDS = 15 * 60;
+
+const INVALID_CREDENTIALS = 'Invalid credentials.' as const;
+
+interface Verified {
+  readonly person: PersonRow | null;
+  readonly passwordValid: boolean;
+  readonly locked: boolean;
+  readonly rehash: string | null;
+}
+
+/**
+ * Email + password sign-in. Every rejection (unknown email, wrong password, deleted person,
+ * scope gone, locked) is the same 401 with the same body, and costs one Argon2 verification:
+ * unknown and locked accounts are checked against a decoy hash, so time reveals nothing.
+ */
+export function loginCommand(passwords: PasswordHasher, tokens: TokenService) {
+  return defineCommand<LoginBody, SignInResult, Verified>({
+    name: 'LoginCommand',
+    async prepare(context, body: LoginBody): Promise<Verified> {
+      const scopeId = body.scopeId ?? null;
+      let person =
+        (await findPersonByEmailForSignIn(context.db, normalizeEmail(body.email), scopeId)) ?? null;
+      if (person !== null && !(await signInAllowed(context.db, person))) person = null;
+      const locked = person?.locked_out_until != null && person.locked_out_until > context.now;
+      if (person === null || locked || person.password_hash === null) {
+        await passwords.verifyDecoy(body.password);
+        return { person, passwordValid: false, locked, rehash: null };
+      }
+      context.setTarget(person.id);
+      const verdict = await passwords.verify(person.password_hash, body.password);
+      const rehash = verdict.needsRehash ? await passwords.hash(body.password) : null;
+      return { person, passwordValid: verdict.valid, locked: false, rehash };
+    },
+    async execute(context, verified): Promise<SignInResult | Refusal> {
+      const { person } = verified;
+      if (person === null || verified.locked) return new Refusal(INVALID_CREDENTIALS);
+      if (!verified.passwordValid) {
+        // Counted atomically in the database, so parallel guesses cannot slip past the threshold.
+        const failures = await context.tx
+          .updateTable('persons')
+          .set((eb) => ({ failed_login_attempts: eb('failed_login_attempts', '+', 1) }))
+          .where('id', '=', person.id)
+          .returning('failed_login_attempts')
+          .executeTakeFirstOrThrow();
+        if (failures.failed_login_attempts >= LOCKOUT_THRESHOLD) {
+          await context.tx
+            .updateTable('persons')
+            .set({
+              failed_login_attempts: 0,
+              locked_out_until: new Date(Date.parse(context.now) + LOCKOUT_SECONDS * 1000).toISOString(),
+            })
+            .where('id', '=', person.id)
+            .execute();
+        }
+        return new Refusal(INVALID_CREDENTIALS);
+      }
+      await context.tx
+        .updateTable('persons')
+        .set({
+          failed_login_attempts: 0,
+          locked_out_until: null,
+          ...(verified.rehash === null ? {} : { password_hash: verified.rehash }),
+        })
+        .where('id', '=', person.id)
+        .execute();
+      return signInAnswer(tokens, person);
+    },
+  });
+}
+
+/** A person may sign in while live, not suspended for erasure, and (Users) in a live scope. */
+async function signInAllowed(db: Parameters<typeof isLiveScope>[0], person: PersonRow): Promise<boolean> {
+  if (person.deleted_at !== null || person.erasure_requested_at !== null) return false;
+  if (person.role !== Role.User) return true;
+  return person.scope_id !== null && (await isLiveScope(db, person.scope_id));
+}
+
+function signInAnswer(tokens: TokenService, person: PersonRow): SignInResult {
+  const identity = {
+    sub: person.id,
+    role: person.role,
+    kind: 'person' as const,
+    sst: person.security_stamp,
+    ...(person.role === Role.User && person.scope_id !== null ? { scopeId: person.scope_id } : {}),
+  };
+  const restricted = person.restricted_at !== null;
+  // A restricted person still signs in, but only to exercise their rights (spec §States).
+  const issued = restricted ? tokens.issueSubjectRightsToken(identity) : tokens.issueFullToken(identity);
+  return {
+    token: issued.token,
+    expiresAt: issued.expiresAt.toISOString(),
+    emailVerified: person.email_verified === 1,
+    requiresTwoFactor: false,
+    challengeToken: null,
+    challengeExpiresAt: null,
+    availableMethods: null,
+    processingRestricted: restricted,
+  };
+}

@@ -1,0 +1,70 @@
+import { randomBytes } from 'node:crypto';
+import { defineCommand } from '../../audit/command-runner.ts';
+import { newId, newSecurityStamp } from '../../crypto/secrets.ts';
+import { Role } from '../../db/database.ts';
+import type { Services } from '../../services.ts';
+import { normalizeEmail } from './person-rules.ts';
+import { hasLiveSystemAdmin } from './persons.repository.ts';
+
+interface BootstrapInput {
+  readonly name: string;
+  readonly email: string;
+  readonly passwordHash: string;
+}
+
+const createBootstrapAdmin = defineCommand({
+  name: 'CreateBootstrapAdminCommand',
+  async execute(context, input: BootstrapInput): Promise<{ id: string; created: boolean }> {
+    // Checked again inside the transaction: two instances starting together create one admin.
+    if (await hasLiveSystemAdmin(context.tx)) return { id: '', created: false };
+    const id = newId();
+    context.setTarget(id);
+    await context.tx
+      .insertInto('persons')
+      .values({
+        id,
+        name: input.name,
+        email: input.email.trim(),
+        email_normalized: normalizeEmail(input.email),
+        role: Role.SystemAdmin,
+        scope_id: null,
+        password_hash: input.passwordHash,
+        security_stamp: newSecurityStamp(),
+        email_verified: 1,
+        locked_out_until: null,
+        restricted_at: null,
+        restriction_ground: null,
+        erasure_requested_at: null,
+        deleted_at: null,
+        anonymised_at: null,
+        created_at: context.now,
+        updated_at: context.now,
+      })
+      .execute();
+    return { id, created: true };
+  },
+});
+
+/**
+ * DECISIONS §8: when no live System Admin exists, create one from SERVICE_BOOTSTRAP_ADMIN_*.
+ * In development without a configured password, a random one is generated and printed once.
+ */
+export async function ensureBootstrapAdmin(services: Services): Promise<void> {
+  const admin = services.config.bootstrapAdmin;
+  if (admin === null || (await hasLiveSystemAdmin(services.db))) return;
+  const password = admin.password ?? randomBytes(18).toString('base64url');
+  const passwordHash = await services.passwords.hash(password);
+  const result = await services.commands.run(
+    createBootstrapAdmin,
+    { name: admin.name, email: admin.email, passwordHash },
+    null,
+  );
+  if (!result.created) return;
+  services.log.info({ email: admin.email }, 'created the bootstrap System Admin');
+  if (admin.password === null) {
+    // Printed to the terminal, not the log stream: it is shown once and never stored anywhere.
+    process.stdout.write(
+      `\nBootstrap System Admin created: ${admin.email}\nGenerated password (shown once): ${password}\n\n`,
+    );
+  }
+}
