@@ -20,7 +20,7 @@ export const PageQuery = {
     }),
   ),
 };
-const PageQuerySchema = Type.Object(PageQuery);
+export const PageQuerySchema = Type.Object(PageQuery);
 export type PageQuery = Static<typeof PageQuerySchema>;
 
 export interface PageRequest {

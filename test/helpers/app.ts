@@ -43,7 +43,7 @@ export interface RequestOptions {
 
 export interface TestResponse {
   readonly status: number;
-  // biome-ignore lint/suspicious/noExplicitAny: answers are read field by field in assertions.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- answers are read field by field in assertions.
   readonly body: any;
   readonly headers: LightMyRequestResponse['headers'];
 }

@@ -4,7 +4,7 @@ import type { Kysely } from 'kysely';
  * Migrations are frozen in time: they must not follow later changes of the table types, so
  * they see the database untyped. This is the one place that says so.
  */
-// biome-ignore lint/suspicious/noExplicitAny: migrations are deliberately untyped (see above).
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- migrations are deliberately untyped (see above).
 export type MigrationDb = Kysely<any>;
 
 export interface Migration {
