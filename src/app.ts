@@ -15,6 +15,7 @@ import { installErrorHandling } from './http/errors.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { registerRateLimits } from './http/rate-limits.ts';
 import { addCaseInsensitiveKeys, validatorCompiler } from './http/validation.ts';
+import { auditLogRoutes } from './modules/audit-log/audit-log.routes.ts';
 import { authRoutes } from './modules/auth/auth.routes.ts';
 import { healthRoutes } from './modules/health/health.routes.ts';
 import { findPersonAuthState } from './modules/persons/persons.repository.ts';
@@ -121,6 +122,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<App> {
     healthRoutes(api, services);
     authRoutes(api, services);
     scopeRoutes(api, services);
+    auditLogRoutes(api, services);
   });
   return app;
 }
