@@ -1,0 +1,69 @@
+import { type ChildProcess, fork } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+
+/** A child process we measure: its port and a way to read its peak resident memory. */
+export interface MeasuredProcess {
+  readonly child: ChildProcess;
+  readonly port: number;
+  /** Peak resident set size so far (VmHWM), in megabytes. */
+  peakRssMb(): number;
+  /** Resets the peak, so each scenario reports its own (Linux: writing 5 to clear_refs). */
+  stop(): Promise<void>;
+}
+
+/** A port that is free now (the OS picks it; we release it for the child to bind). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Starts `script` with PORT in its environment and waits until `readyPath` answers 200. */
+export async function startProcess(
+  script: string,
+  env: NodeJS.ProcessEnv,
+  portVariable: string,
+  readyPath: string,
+): Promise<MeasuredProcess> {
+  const port = await freePort();
+  const child = fork(script, [], {
+    env: { ...env, [portVariable]: String(port) },
+    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+  });
+  child.stderr?.on('data', (chunk: Buffer) => process.stderr.write(chunk));
+  let exited: number | null = null;
+  child.once('exit', (code) => {
+    exited = code ?? -1;
+  });
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (exited !== null) throw new Error(`${script} exited with ${exited}`);
+    if (Date.now() > deadline) throw new Error(`${script} did not start in 30 s`);
+    try {
+      if ((await fetch(`http://127.0.0.1:${port}${readyPath}`)).status === 200) break;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return {
+    child,
+    port,
+    peakRssMb: () => {
+      const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
+      const kilobytes = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
+      return Math.round(kilobytes / 1024);
+    },
+    stop: () =>
+      new Promise<void>((resolve) => {
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}

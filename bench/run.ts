@@ -1,0 +1,408 @@
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, cpus, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { hash, verify } from '@node-rs/argon2';
+import pg from 'pg';
+import { PASSWORD_HASH_PARAMETERS } from '../src/crypto/passwords.ts';
+import { type LoadResult, runLoad } from './measure.ts';
+import { type MeasuredProcess, startProcess } from './processes.ts';
+import { seedBulk } from './seed-bulk.ts';
+
+/**
+ * `npm run bench [-- --dialect postgres] [-- --duration 10] [-- --skip-bulk]`
+ * Starts a bare Fastify baseline and the service (as separate processes), seeds data, drives
+ * each scenario with autocannon at 32 and 128 connections after a warm-up, and prints a table
+ * per scenario with the ratio to the baseline and the service's peak RSS. JSON goes to
+ * bench/results/latest-<dialect>.json. See docs/performance.md.
+ */
+
+const { values: options } = parseArgs({
+  options: {
+    dialect: { type: 'string', default: 'sqlite' },
+    duration: { type: 'string', default: '10' },
+    warmup: { type: 'string', default: '3' },
+    'skip-bulk': { type: 'boolean', default: false },
+  },
+});
+const dialect = options.dialect === 'postgres' ? 'postgres' : 'sqlite';
+const durationSeconds = Number(options.duration);
+const warmupSeconds = Number(options.warmup);
+const CONNECTIONS = [32, 128] as const;
+const POSTGRES_ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const BENCH_DATABASE = 'portcullis_bench';
+const CALLER_KEY = 'bench-trusted-caller-key-0123456789abcdef';
+const ADMIN = { email: 'bench-admin@example.test', password: 'bench admin password 1' };
+const SECRET = 'bench-signing-secret-that-is-long-enough-0123456789';
+
+interface ScenarioResult extends LoadResult {
+  readonly scenario: string;
+  readonly connections: number;
+  readonly ratio: number;
+  readonly peakRssMb: number | null;
+}
+
+const results: ScenarioResult[] = [];
+const baselines = new Map<number, number>();
+let clientAddressCounter = 0;
+/** Every login request comes from its own address (named by a trusted caller), so the 10/min
+ * authentication budget, which stays in force, never throttles the benchmark. */
+const distinctClientAddress = () => {
+  clientAddressCounter += 1;
+  const n = clientAddressCounter;
+  return {
+    'x-service-caller-key': CALLER_KEY,
+    'x-service-client-address': `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`,
+  };
+};
+
+async function main(): Promise<void> {
+  console.log(
+    `Portcullis benchmark: ${dialect}, ${durationSeconds} s per run, ${cpus().length} CPUs, ${Math.round(totalmem() / 2 ** 30)} GiB`,
+  );
+  const baseline = await startProcess(
+    join(import.meta.dirname, 'baseline-server.ts'),
+    process.env,
+    'BASELINE_PORT',
+    '/',
+  );
+  for (const connections of CONNECTIONS) {
+    await runLoad({ url: `http://127.0.0.1:${baseline.port}/`, connections, durationSeconds: warmupSeconds });
+    const result = await runLoad({ url: `http://127.0.0.1:${baseline.port}/`, connections, durationSeconds });
+    baselines.set(connections, result.requestsPerSecond);
+    record('baseline (bare Fastify)', connections, result, null);
+  }
+  await baseline.stop();
+
+  const { databaseUrl, cleanup } = await prepareDatabase();
+  const service = await startService(databaseUrl);
+  try {
+    const base = `http://127.0.0.1:${service.port}`;
+    const seed = await seedThroughApi(base);
+    await runScenarios(service, base, seed, '');
+    if (!options['skip-bulk']) {
+      console.log('\nSeeding 1,000,000 audit entries, 100,000 persons and 10,000 scopes in bulk…');
+      const started = Date.now();
+      await seedBulk(databaseUrl);
+      console.log(`…done in ${Math.round((Date.now() - started) / 1000)} s`);
+      await runScenarios(service, base, seed, ' [bulk data]', ['list of 25', 'audited write']);
+    }
+    await measureLogin(service, base, seed);
+  } finally {
+    await service.stop();
+    cleanup();
+  }
+  printSummary();
+}
+
+interface Seed {
+  readonly adminToken: string;
+  readonly adminId: string;
+  readonly scopeId: string;
+  readonly userToken: string | null;
+  readonly userId: string | null;
+  readonly applicationSecret: string | null;
+  readonly applicationToken: string | null;
+}
+
+async function runScenarios(
+  service: MeasuredProcess,
+  base: string,
+  seed: Seed,
+  suffix: string,
+  only?: string[],
+) {
+  let scopeCounter = 0;
+  const readerToken = seed.userToken ?? seed.adminToken;
+  const readerId = seed.userId ?? seed.adminId;
+  const scenarios: Array<{
+    name: string;
+    load: (connections: number) => Parameters<typeof runLoad>[0] | null;
+  }> = [
+    {
+      name: 'liveness',
+      load: (connections) => ({ url: `${base}/api/healthcheck`, connections, durationSeconds }),
+    },
+    {
+      name: 'authenticated read',
+      load: (connections) => ({
+        url: `${base}/api/persons/${readerId}`,
+        headers: { authorization: `Bearer ${readerToken}` },
+        connections,
+        durationSeconds,
+      }),
+    },
+    {
+      name: 'list of 25',
+      load: (connections) => ({
+        url: `${base}/api/scopes?PageSize=25`,
+        headers: { authorization: `Bearer ${seed.adminToken}` },
+        connections,
+        durationSeconds,
+      }),
+    },
+    {
+      name: 'audited write',
+      load: (connections) => ({
+        url: `${base}/api/scopes`,
+        method: 'POST',
+        headers: { authorization: `Bearer ${seed.adminToken}` },
+        // A distinct name per request: scope names are unique.
+        perRequest: () => ({
+          body: JSON.stringify({
+            name: `bench ${Date.now()} ${(scopeCounter += 1)}`,
+            ownerIds: [seed.adminId],
+          }),
+        }),
+        connections,
+        durationSeconds,
+      }),
+    },
+    {
+      name: 'secret exchange',
+      load: (connections) =>
+        seed.applicationSecret === null
+          ? null
+          : {
+              url: `${base}/api/applications/token`,
+              method: 'POST',
+              body: JSON.stringify({ secret: seed.applicationSecret }),
+              perRequest: () => ({ headers: distinctClientAddress() }),
+              connections,
+              durationSeconds,
+            },
+    },
+    {
+      name: 'live check',
+      load: (connections) =>
+        seed.applicationToken === null
+          ? null
+          : {
+              url: `${base}/api/applications/self`,
+              headers: { authorization: `Bearer ${seed.applicationToken}` },
+              connections,
+              durationSeconds,
+            },
+    },
+  ];
+  for (const scenario of scenarios) {
+    if (only !== undefined && !only.includes(scenario.name)) continue;
+    for (const connections of CONNECTIONS) {
+      const load = scenario.load(connections);
+      if (load === null) {
+        console.log(`- ${scenario.name}: not available in this build (its seed could not be created)`);
+        break;
+      }
+      await runLoad({ ...load, durationSeconds: warmupSeconds });
+      record(`${scenario.name}${suffix}`, connections, await runLoad(load), service.peakRssMb());
+    }
+  }
+}
+
+/** Login throughput against the raw Argon2id verify rate, and uniform timing of refusals. */
+async function measureLogin(service: MeasuredProcess, base: string, seed: Seed) {
+  const rawRate = await measureRawArgon2Rate();
+  console.log(
+    `\nRaw Argon2id verify rate (same parameters, ${availableParallelism()} in flight): ${rawRate}/s`,
+  );
+  const login = (email: string, password: string, connections: number) => ({
+    url: `${base}/api/auth/login`,
+    method: 'POST' as const,
+    body: JSON.stringify({ email, password }),
+    perRequest: () => ({ headers: distinctClientAddress() }),
+    connections,
+    durationSeconds,
+  });
+  for (const connections of CONNECTIONS) {
+    await runLoad({ ...login(ADMIN.email, ADMIN.password, connections), durationSeconds: warmupSeconds });
+    const result = await runLoad(login(ADMIN.email, ADMIN.password, connections));
+    record('login (correct password)', connections, result, service.peakRssMb(), rawRate);
+  }
+  const wrong = await runLoad(login(ADMIN.email, 'a wrong password', 32));
+  const unknown = await runLoad(login('nobody-here@example.test', 'a wrong password', 32));
+  record('login (wrong password, 401)', 32, wrong, service.peakRssMb(), rawRate);
+  record('login (unknown email, 401)', 32, unknown, service.peakRssMb(), rawRate);
+  const difference = Math.abs(wrong.p50 - unknown.p50) / Math.max(wrong.p50, unknown.p50);
+  console.log(
+    `Median time, wrong password vs unknown email: ${wrong.p50} ms vs ${unknown.p50} ms (${(difference * 100).toFixed(1)} % apart)`,
+  );
+  void seed;
+}
+
+async function measureRawArgon2Rate(): Promise<number> {
+  const stored = await hash(ADMIN.password, PASSWORD_HASH_PARAMETERS);
+  const inFlight = availableParallelism();
+  const until = Date.now() + durationSeconds * 1000;
+  let count = 0;
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (Date.now() < until) {
+        await verify(stored, ADMIN.password);
+        count += 1;
+      }
+    }),
+  );
+  return Math.round(count / durationSeconds);
+}
+
+function record(
+  scenario: string,
+  connections: number,
+  result: LoadResult,
+  peakRssMb: number | null,
+  reference?: number,
+) {
+  const floor = reference ?? baselines.get(connections) ?? result.requestsPerSecond;
+  const entry: ScenarioResult = {
+    scenario,
+    connections,
+    ...result,
+    ratio: Math.round((result.requestsPerSecond / floor) * 1000) / 1000,
+    peakRssMb,
+  };
+  results.push(entry);
+  console.log(
+    `${scenario.padEnd(34)} c=${String(connections).padStart(3)}  ${String(result.requestsPerSecond).padStart(7)} req/s  ` +
+      `p50 ${result.p50} p95 ${result.p95} p99 ${result.p99} ms  non-2xx ${result.non2xx}  ` +
+      `ratio ${entry.ratio}${reference === undefined ? '' : ' (to raw Argon2)'}${peakRssMb === null ? '' : `  peak RSS ${peakRssMb} MB`}`,
+  );
+}
+
+function printSummary() {
+  console.log('\n| scenario | conns | req/s | p50 ms | p95 ms | p99 ms | non-2xx | ratio | peak RSS MB |');
+  console.log('|---|---|---|---|---|---|---|---|---|');
+  for (const r of results) {
+    console.log(
+      `| ${r.scenario} | ${r.connections} | ${r.requestsPerSecond} | ${r.p50} | ${r.p95} | ${r.p99} | ${r.non2xx} | ${r.ratio} | ${r.peakRssMb ?? ''} |`,
+    );
+  }
+  mkdirSync(join(import.meta.dirname, 'results'), { recursive: true });
+  const file = join(import.meta.dirname, 'results', `latest-${dialect}.json`);
+  writeFileSync(
+    file,
+    JSON.stringify(
+      {
+        dialect,
+        durationSeconds,
+        machine: { cpus: cpus().length, model: cpus()[0]?.model, node: process.version },
+        results,
+      },
+      null,
+      2,
+    ),
+  );
+  console.log(`\nJSON: ${file}`);
+}
+
+async function prepareDatabase(): Promise<{ databaseUrl: string; cleanup: () => void }> {
+  if (dialect === 'sqlite') {
+    const directory = mkdtempSync(join(tmpdir(), 'portcullis-bench-'));
+    return {
+      databaseUrl: `sqlite:${join(directory, 'identity.db')}`,
+      cleanup: () => rmSync(directory, { recursive: true, force: true }),
+    };
+  }
+  const client = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
+  await client.connect();
+  await client.query(`drop database if exists ${BENCH_DATABASE} with (force)`);
+  await client.query(`create database ${BENCH_DATABASE}`);
+  await client.end();
+  const url = new URL(POSTGRES_ADMIN_URL);
+  url.pathname = `/${BENCH_DATABASE}`;
+  return { databaseUrl: url.toString(), cleanup: () => {} };
+}
+
+function startService(databaseUrl: string): Promise<MeasuredProcess> {
+  return startProcess(
+    join(import.meta.dirname, '..', 'src', 'server.ts'),
+    {
+      ...process.env,
+      SERVICE_ENVIRONMENT: 'production',
+      SERVICE_DATABASE_URL: databaseUrl,
+      SERVICE_AUTH_TOKEN_SECRET: SECRET,
+      SERVICE_AUTH_TOKEN_ISSUER: 'https://portcullis.bench',
+      SERVICE_AUTH_TOKEN_AUDIENCE: 'portcullis-bench',
+      SERVICE_APPLICATION_TOKEN_AUDIENCE: 'portcullis-bench-applications',
+      SERVICE_TRUSTED_CALLER_KEYS: CALLER_KEY,
+      SERVICE_BOOTSTRAP_ADMIN_EMAIL: ADMIN.email,
+      SERVICE_BOOTSTRAP_ADMIN_PASSWORD: ADMIN.password,
+      SERVICE_LOG_LEVEL: process.env.SERVICE_LOG_LEVEL ?? 'warn',
+    },
+    'SERVICE_PORT',
+    '/api/healthcheck',
+  );
+}
+
+async function api(base: string, method: string, path: string, token: string | null, body?: unknown) {
+  const response = await fetch(`${base}${path}`, {
+    method,
+    headers: {
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      ...(token === null ? {} : { authorization: `Bearer ${token}` }),
+      ...distinctClientAddress(),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return {
+    status: response.status,
+    body: (await response.json()) as { data: Record<string, unknown> | null },
+  };
+}
+
+async function seedThroughApi(base: string): Promise<Seed> {
+  const login = await api(base, 'POST', '/api/auth/login', null, ADMIN);
+  const adminToken = String(login.body.data?.token);
+  const adminId = JSON.parse(Buffer.from(adminToken.split('.')[1]!, 'base64url').toString()).sub as string;
+  for (let index = 0; index < 60; index += 1) {
+    await api(base, 'POST', '/api/scopes', adminToken, { name: `Seed scope ${index}`, ownerIds: [adminId] });
+  }
+  const scope = await api(base, 'POST', '/api/scopes', adminToken, {
+    name: 'Bench scope',
+    ownerIds: [adminId],
+  });
+  const scopeId = String(scope.body.data?.id);
+  // Persons and applications arrive with their modules; a scenario whose seed fails is reported
+  // as not available rather than measured against the wrong route.
+  const user = await api(base, 'POST', `/api/scopes/${scopeId}/persons`, adminToken, {
+    name: 'Bench User',
+    email: 'bench-user@example.test',
+    password: 'bench user password 1',
+  });
+  let userToken: string | null = null;
+  let userId: string | null = null;
+  if (user.status === 200) {
+    userId = String(user.body.data?.id);
+    const userLogin = await api(base, 'POST', '/api/auth/login', null, {
+      email: 'bench-user@example.test',
+      password: 'bench user password 1',
+      scopeId,
+    });
+    userToken = userLogin.status === 200 ? String(userLogin.body.data?.token) : null;
+  }
+  let applicationSecret: string | null = null;
+  let applicationToken: string | null = null;
+  const application = await api(base, 'POST', `/api/scopes/${scopeId}/applications`, adminToken, {
+    name: 'Bench application',
+    ownerId: adminId,
+  });
+  if (application.status === 200) {
+    const applicationId = String(application.body.data?.id);
+    const credential = await api(
+      base,
+      'POST',
+      `/api/scopes/${scopeId}/applications/${applicationId}/credentials`,
+      adminToken,
+      {},
+    );
+    applicationSecret = credential.status === 200 ? String(credential.body.data?.secret) : null;
+    if (applicationSecret !== null) {
+      const exchanged = await api(base, 'POST', '/api/applications/token', null, {
+        secret: applicationSecret,
+      });
+      applicationToken = exchanged.status === 200 ? String(exchanged.body.data?.token) : null;
+    }
+  }
+  return { adminToken, adminId, scopeId, userToken, userId, applicationSecret, applicationToken };
+}
+
+await main();
