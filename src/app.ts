@@ -16,8 +16,12 @@ import { registerOpenApi } from './http/openapi.ts';
 import { registerRateLimits } from './http/rate-limits.ts';
 import { addCaseInsensitiveKeys, validatorCompiler } from './http/validation.ts';
 import { auditLogRoutes } from './modules/audit-log/audit-log.routes.ts';
+import { applicationTokenRoutes } from './modules/applications/application-tokens.routes.ts';
+import { applicationRoutes } from './modules/applications/applications.routes.ts';
+import { credentialRoutes } from './modules/applications/credentials.routes.ts';
 import { authRoutes } from './modules/auth/auth.routes.ts';
 import { healthRoutes } from './modules/health/health.routes.ts';
+import { permissionRoutes } from './modules/permissions/permissions.routes.ts';
 import { findPersonAuthState } from './modules/persons/persons.repository.ts';
 import { scopeRoutes } from './modules/scopes/scopes.routes.ts';
 import type { App, Services } from './services.ts';
@@ -123,6 +127,10 @@ export async function buildApp(dependencies: AppDependencies): Promise<App> {
     authRoutes(api, services);
     scopeRoutes(api, services);
     auditLogRoutes(api, services);
+    applicationRoutes(api, services);
+    credentialRoutes(api, services);
+    applicationTokenRoutes(api, services);
+    permissionRoutes(api, services);
   });
   return app;
 }

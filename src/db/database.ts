@@ -68,11 +68,49 @@ export interface AuditEntriesTable {
   recorded_at: IsoTime;
 }
 
+export interface ApplicationsTable {
+  id: string;
+  scope_id: string;
+  owner_id: string;
+  name: string;
+  name_normalized: string;
+  deleted_at: IsoTime | null;
+  created_at: IsoTime;
+  updated_at: IsoTime;
+}
+
+export interface ApplicationCredentialsTable {
+  id: string;
+  application_id: string;
+  /** SHA-256 (hex) of the secret: the secret itself is never stored. */
+  secret_hash: string;
+  /** null: no expiry. */
+  expires_at: IsoTime | null;
+  revoked_at: IsoTime | null;
+  created_at: IsoTime;
+}
+
+export interface ScopePermissionsTable {
+  id: string;
+  scope_id: string;
+  name: string;
+  /** Trimmed and lower-cased: live names are unique per scope, case-insensitively. */
+  name_normalized: string;
+  description: string;
+  include_as_jwt_claim: Flag;
+  deleted_at: IsoTime | null;
+  created_at: IsoTime;
+  updated_at: IsoTime;
+}
+
 export interface Database {
   persons: PersonsTable;
   scopes: ScopesTable;
   scope_owners: ScopeOwnersTable;
   audit_entries: AuditEntriesTable;
+  applications: ApplicationsTable;
+  application_credentials: ApplicationCredentialsTable;
+  scope_permissions: ScopePermissionsTable;
 }
 
 export type Db = Kysely<Database>;
@@ -86,5 +124,8 @@ export type NewPerson = Insertable<PersonsTable>;
 export type PersonUpdate = Updateable<PersonsTable>;
 export type ScopeRow = Selectable<ScopesTable>;
 export type AuditEntryRow = Selectable<AuditEntriesTable>;
+export type ApplicationRow = Selectable<ApplicationsTable>;
+export type ApplicationCredentialRow = Selectable<ApplicationCredentialsTable>;
+export type ScopePermissionRow = Selectable<ScopePermissionsTable>;
 
 export const toFlag = (value: boolean): Flag => (value ? 1 : 0);

@@ -21,6 +21,7 @@ export const MESSAGE_STATUS = {
   'Every owner must be a live Scope Admin or System Admin.': 400,
   'Owner must be a Scope Admin or System Admin who owns the scope.': 400,
   'The person cannot become an owner of this scope.': 400,
+  'ExpiresAt must be in the future.': 400,
   // 401
   'Invalid credentials.': 401,
   'Invalid token': 401,
@@ -30,6 +31,9 @@ export const MESSAGE_STATUS = {
   'The code or recovery code is missing, incorrect, or already used.': 401,
   'The two-factor challenge is invalid or has expired. Log in again.': 401,
   'The application token was not accepted.': 401,
+  // Every refusal of an application secret exchange (unknown, revoked or expired secret;
+  // deleted application or scope) is this one answer, so it reveals nothing.
+  'The application secret was not accepted.': 401,
   'Extidp authentication failed.': 401,
   'The credential presented was not accepted.': 401,
   // 403
@@ -56,6 +60,7 @@ export const MESSAGE_STATUS = {
   'A person with this email already exists.': 409,
   'This change would leave a scope without an owner. Add another owner first.': 409,
   'An application may have at most two live credentials.': 409,
+  'A permission with this name already exists in this scope.': 409,
   'Turn off the email sign-in method before changing your email address.': 409,
   // 413, 415 are answered as 400 malformed (spec: a body that is not JSON is malformed)
   // 429

@@ -117,6 +117,14 @@ async function cascadeScopeDeletion(context: ExecuteContext, scopeId: string): P
     .where('scope_id', '=', scopeId)
     .where('deleted_at', 'is', null)
     .execute();
+  // The scope's applications go too: their secrets stop being exchanged and their tokens fail
+  // the live check (which also checks the scope itself).
+  await context.tx
+    .updateTable('applications')
+    .set({ deleted_at: context.now, updated_at: context.now })
+    .where('scope_id', '=', scopeId)
+    .where('deleted_at', 'is', null)
+    .execute();
 }
 
 /**

@@ -1,0 +1,82 @@
+import type { DbOrTx, ScopePermissionRow } from '../../db/database.ts';
+import { containsNormalized } from '../../db/query-helpers.ts';
+import type { PageRequest } from '../../http/pagination.ts';
+
+/** A permission of the scope; another scope's permission is not found. */
+export async function findPermission(
+  db: DbOrTx,
+  scopeId: string,
+  id: string,
+  includeDeleted = false,
+): Promise<ScopePermissionRow | undefined> {
+  return db
+    .selectFrom('scope_permissions')
+    .selectAll()
+    .where('id', '=', id)
+    .where('scope_id', '=', scopeId)
+    .$if(!includeDeleted, (query) => query.where('deleted_at', 'is', null))
+    .executeTakeFirst();
+}
+
+export async function livePermissionNameTaken(
+  db: DbOrTx,
+  scopeId: string,
+  nameNormalized: string,
+  exceptId: string | null,
+): Promise<boolean> {
+  const row = await db
+    .selectFrom('scope_permissions')
+    .select('id')
+    .where('scope_id', '=', scopeId)
+    .where('name_normalized', '=', nameNormalized)
+    .where('deleted_at', 'is', null)
+    .$if(exceptId !== null, (query) => query.where('id', '!=', exceptId ?? ''))
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+export interface PermissionFilter {
+  readonly name: string | null;
+  readonly includeAsJwtClaim: boolean | null;
+  readonly includeDeleted: boolean;
+}
+
+export async function listPermissions(
+  db: DbOrTx,
+  scopeId: string,
+  filter: PermissionFilter,
+  page: PageRequest,
+): Promise<{ rows: ScopePermissionRow[]; total: number }> {
+  const base = db
+    .selectFrom('scope_permissions')
+    .where('scope_id', '=', scopeId)
+    .$if(!filter.includeDeleted, (query) => query.where('deleted_at', 'is', null))
+    .$if(filter.includeAsJwtClaim !== null, (query) =>
+      query.where('include_as_jwt_claim', '=', filter.includeAsJwtClaim === true ? 1 : 0),
+    )
+    .$if(filter.name !== null && filter.name.trim() !== '', (query) =>
+      query.where(containsNormalized('name_normalized', filter.name ?? '')),
+    );
+  const [rows, count] = await Promise.all([
+    base.selectAll().orderBy('name').orderBy('id').limit(page.pageSize).offset(page.offset).execute(),
+    base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(count.total) };
+}
+
+/**
+ * The names placed in the `permissions` claim of tokens of identities acting in the scope:
+ * live permissions flagged IncludeAsJwtClaim, in name order (spec §What the service does 7).
+ */
+export async function claimedPermissionNames(db: DbOrTx, scopeId: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('scope_permissions')
+    .select('name')
+    .where('scope_id', '=', scopeId)
+    .where('include_as_jwt_claim', '=', 1)
+    .where('deleted_at', 'is', null)
+    .orderBy('name')
+    .orderBy('id')
+    .execute();
+  return rows.map((row) => row.name);
+}
