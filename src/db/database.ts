@@ -68,11 +68,37 @@ export interface AuditEntriesTable {
   recorded_at: IsoTime;
 }
 
+export type EmailLinkKind = 'verification' | 'password-reset';
+
+/** A verification or reset link: issued, then spent, expired or retired (spec §States). */
+export interface EmailLinksTable {
+  id: string;
+  person_id: string;
+  kind: EmailLinkKind;
+  /** SHA-256 (hex) of the token; the token itself is only ever in the mail. */
+  token_hash: string;
+  email_normalized: string;
+  created_at: IsoTime;
+  expires_at: IsoTime;
+  spent_at: IsoTime | null;
+  retired_at: IsoTime | null;
+}
+
+/** The shared account-email budget of a person (cooldown and day-long window, spec §Limits). */
+export interface AccountEmailBudgetsTable {
+  person_id: string;
+  last_sent_at: IsoTime;
+  window_started_at: IsoTime;
+  window_count: number;
+}
+
 export interface Database {
   persons: PersonsTable;
   scopes: ScopesTable;
   scope_owners: ScopeOwnersTable;
   audit_entries: AuditEntriesTable;
+  email_links: EmailLinksTable;
+  account_email_budgets: AccountEmailBudgetsTable;
 }
 
 export type Db = Kysely<Database>;
@@ -86,5 +112,6 @@ export type NewPerson = Insertable<PersonsTable>;
 export type PersonUpdate = Updateable<PersonsTable>;
 export type ScopeRow = Selectable<ScopesTable>;
 export type AuditEntryRow = Selectable<AuditEntriesTable>;
+export type EmailLinkRow = Selectable<EmailLinksTable>;
 
 export const toFlag = (value: boolean): Flag => (value ? 1 : 0);
