@@ -85,9 +85,12 @@ export class SmtpSink {
   }
 }
 
-/** The token of the first link in a mail's text part (`?token=` or `&token=`). */
+/**
+ * The token of the first link in a mail's text part (`?token=` or `&token=`), or, in a mail
+ * sent without a configured link base, the bare token on a line of its own.
+ */
 export function linkTokenOf(mail: ReceivedMail): string {
-  const match = /[?&]token=([A-Za-z0-9_%-]+)/.exec(mail.text);
+  const match = /[?&]token=([A-Za-z0-9_%-]+)/.exec(mail.text) ?? /^([A-Za-z0-9_-]{43})$/m.exec(mail.text);
   if (match === null) throw new Error(`no link token in mail "${mail.subject}"`);
   return decodeURIComponent(match[1]!);
 }
