@@ -36,7 +36,12 @@ export class SmtpSink {
             return;
           }
           const raw = Buffer.concat(chunks).toString('utf8');
-          this.mails.push(parseMail(raw, session.envelope.rcptTo.map((rcpt) => rcpt.address.toLowerCase())));
+          this.mails.push(
+            parseMail(
+              raw,
+              session.envelope.rcptTo.map((rcpt) => rcpt.address.toLowerCase()),
+            ),
+          );
           for (const wake of this.#waiters) wake();
           callback();
         });
@@ -164,7 +169,9 @@ function decodeEncodedWords(value: string): string {
     kind.toLowerCase() === 'b'
       ? Buffer.from(text, 'base64').toString('utf8')
       : Buffer.from(
-          text.replace(/_/g, ' ').replace(/=([0-9A-F]{2})/gi, (_m, hex: string) => String.fromCharCode(Number.parseInt(hex, 16))),
+          text
+            .replace(/_/g, ' ')
+            .replace(/=([0-9A-F]{2})/gi, (_m, hex: string) => String.fromCharCode(Number.parseInt(hex, 16))),
           'latin1',
         ).toString('utf8'),
   );

@@ -25,7 +25,9 @@ for (const dialect of DIALECTS) {
     it('lets exactly five of twenty simultaneous resends through', async () => {
       const person = await createPerson(test, { role: Role.ScopeAdmin, email_verified: 0 });
       const responses = await Promise.all(
-        Array.from({ length: 20 }, () => post(test, '/api/auth/resend-verification', undefined, person.token)),
+        Array.from({ length: 20 }, () =>
+          post(test, '/api/auth/resend-verification', undefined, person.token),
+        ),
       );
       const statuses = responses.map((response) => response.status).sort();
       expect(statuses.filter((status) => status === 200)).toHaveLength(5);

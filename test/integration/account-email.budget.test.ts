@@ -48,7 +48,12 @@ for (const dialect of DIALECTS) {
         const person = await createPerson(test, { role: Role.ScopeAdmin, email_verified: 0 });
         const first = await resend(person);
         expect(first.status).toBe(200);
-        expect(first.body).toEqual({ data: null, messages: ['Verification email sent.'], errors: [], success: true });
+        expect(first.body).toEqual({
+          data: null,
+          messages: ['Verification email sent.'],
+          errors: [],
+          success: true,
+        });
         const firstMail = await sink.waitForMail(person.email);
         // No link base is configured in this app: the mail carries the bare token to submit.
         expect(firstMail.text).not.toMatch(/https?:/);
@@ -58,7 +63,11 @@ for (const dialect of DIALECTS) {
         expect((await resend(person)).status).toBe(200);
         const secondToken = linkTokenOf(await sink.waitForMail(person.email, 2));
 
-        expectRefusal(await post(test, '/api/auth/verify-email', { token: firstToken }), 400, 'Token already used.');
+        expectRefusal(
+          await post(test, '/api/auth/verify-email', { token: firstToken }),
+          400,
+          'Token already used.',
+        );
         expect((await post(test, '/api/auth/verify-email', { token: secondToken })).status).toBe(200);
         const entries = (await auditEntries(test, 'ResendVerificationCommand')).filter(
           (entry) => entry.target_id === person.id,
@@ -139,14 +148,22 @@ for (const dialect of DIALECTS) {
         scopeId = (await createScope(test, [owner.id])).id;
       });
 
-      const send = async (kind: 'verification-email' | 'password-reset', personId: string, by: PersonFixture) =>
-        post(test, `/api/persons/${personId}/${kind}`, undefined, await tokenOf(by));
+      const send = async (
+        kind: 'verification-email' | 'password-reset',
+        personId: string,
+        by: PersonFixture,
+      ) => post(test, `/api/persons/${personId}/${kind}`, undefined, await tokenOf(by));
 
       it('lets a Scope Admin mail the Users of a scope they own, not charged to the person’s budget', async () => {
         const user = await createPerson(test, { role: Role.User, scope_id: scopeId, email_verified: 0 });
         expect((await send('verification-email', user.id, owner)).status).toBe(200);
         const reset = await send('password-reset', user.id, owner);
-        expect(reset.body).toEqual({ data: null, messages: ['Password reset email sent.'], errors: [], success: true });
+        expect(reset.body).toEqual({
+          data: null,
+          messages: ['Password reset email sent.'],
+          errors: [],
+          success: true,
+        });
         const kinds = (await linksOf(test, user.id)).map((link) => link.kind).sort();
         expect(kinds).toEqual(['password-reset', 'verification']);
         await sink.waitForMail(user.email, 2);
@@ -162,11 +179,19 @@ for (const dialect of DIALECTS) {
 
       it('refuses a Scope Admin for a person outside their scopes, whether or not the person exists', async () => {
         const otherScope = await createScope(test, [admin.id]);
-        const stranger = await createPerson(test, { role: Role.User, scope_id: otherScope.id, email_verified: 0 });
+        const stranger = await createPerson(test, {
+          role: Role.User,
+          scope_id: otherScope.id,
+          email_verified: 0,
+        });
         const coAdministrator = await createPerson(test, { role: Role.ScopeAdmin, email_verified: 0 });
         for (const personId of [stranger.id, coAdministrator.id, '00000000-0000-4000-8000-000000000000']) {
           for (const kind of ['verification-email', 'password-reset'] as const) {
-            expectRefusal(await send(kind, personId, owner), 403, 'You are not an owner of the target scope.');
+            expectRefusal(
+              await send(kind, personId, owner),
+              403,
+              'You are not an owner of the target scope.',
+            );
           }
         }
         expect(await linksOf(test, stranger.id)).toEqual([]);
@@ -194,9 +219,17 @@ for (const dialect of DIALECTS) {
 
       it('refuses a deleted or restricted person with 409 and mails nothing', async () => {
         const deleted = await createPerson(test, { role: Role.User, scope_id: scopeId, email_verified: 0 });
-        const restricted = await createPerson(test, { role: Role.User, scope_id: scopeId, email_verified: 0 });
+        const restricted = await createPerson(test, {
+          role: Role.User,
+          scope_id: scopeId,
+          email_verified: 0,
+        });
         const now = test.clock.now().toISOString();
-        await test.services.db.updateTable('persons').set({ deleted_at: now }).where('id', '=', deleted.id).execute();
+        await test.services.db
+          .updateTable('persons')
+          .set({ deleted_at: now })
+          .where('id', '=', deleted.id)
+          .execute();
         await test.services.db
           .updateTable('persons')
           .set({ restricted_at: now })
@@ -216,7 +249,11 @@ for (const dialect of DIALECTS) {
 
       it('refuses a verification email to a verified address with 400', async () => {
         const person = await createPerson(test, { role: Role.User, scope_id: scopeId, email_verified: 1 });
-        expectRefusal(await send('verification-email', person.id, admin), 400, 'The email address is already verified.');
+        expectRefusal(
+          await send('verification-email', person.id, admin),
+          400,
+          'The email address is already verified.',
+        );
         expect(await linksOf(test, person.id)).toEqual([]);
       });
 

@@ -6,13 +6,7 @@ import {
   retireLinksAfterEmailChange,
 } from '../../src/modules/account-email/account-email.links.ts';
 import { PASSWORD_RECOVERY_MESSAGE } from '../../src/modules/account-email/account-email.routes.ts';
-import {
-  expectRefusal,
-  linksOf,
-  personRow,
-  post,
-  waitForAuditEntries,
-} from '../helpers/account-email.ts';
+import { expectRefusal, linksOf, personRow, post, waitForAuditEntries } from '../helpers/account-email.ts';
 import { buildTestApp, type TestApp } from '../helpers/app.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import {
@@ -94,7 +88,10 @@ for (const dialect of DIALECTS) {
         expect(link?.token_hash).not.toContain(token);
         expect(JSON.stringify(link)).not.toContain(token);
 
-        const reset = await post(test, '/api/auth/password-reset', { Token: token, NewPassword: NEW_PASSWORD });
+        const reset = await post(test, '/api/auth/password-reset', {
+          Token: token,
+          NewPassword: NEW_PASSWORD,
+        });
         expect(reset.status).toBe(200);
         expect(reset.body.messages).toEqual(['Password reset successfully. Sign in with the new password.']);
 
@@ -102,7 +99,10 @@ for (const dialect of DIALECTS) {
         expectRefusal(revoked, 401, 'This token has been revoked. Sign in again.');
         const oldPassword = await post(test, '/api/auth/login', { email: person.email, password: PASSWORD });
         expectRefusal(oldPassword, 401, 'Invalid credentials.');
-        const newPassword = await post(test, '/api/auth/login', { email: person.email, password: NEW_PASSWORD });
+        const newPassword = await post(test, '/api/auth/login', {
+          email: person.email,
+          password: NEW_PASSWORD,
+        });
         expect(newPassword.status).toBe(200);
         const [entry] = (await auditEntries(test, 'ResetPasswordCommand')).filter(
           (row) => row.target_id === person.id,
@@ -151,7 +151,12 @@ for (const dialect of DIALECTS) {
         await resetLinkFor(person, 2);
 
         test.clock.advanceSeconds(301);
-        const byAdministrator = await post(test, `/api/persons/${person.id}/password-reset`, undefined, adminToken());
+        const byAdministrator = await post(
+          test,
+          `/api/persons/${person.id}/password-reset`,
+          undefined,
+          adminToken(),
+        );
         expect(byAdministrator.status).toBe(200);
         await sink.waitForMail(person.email, 3);
         await recover({ email: person.email });
@@ -160,7 +165,11 @@ for (const dialect of DIALECTS) {
 
       it('refuses a missing, unknown, expired, spent or retired token, each with its own message', async () => {
         const person = await createScopeAdmin(test);
-        expectRefusal(await post(test, '/api/auth/password-reset', { newPassword: NEW_PASSWORD }), 400, 'Token is required.');
+        expectRefusal(
+          await post(test, '/api/auth/password-reset', { newPassword: NEW_PASSWORD }),
+          400,
+          'Token is required.',
+        );
         expectRefusal(
           await post(test, '/api/auth/password-reset', { token: '', newPassword: NEW_PASSWORD }),
           400,
@@ -172,11 +181,18 @@ for (const dialect of DIALECTS) {
           'Invalid token.',
         );
         expectRefusal(
-          await post(test, '/api/auth/password-reset', { token: 'x'.repeat(5000), newPassword: NEW_PASSWORD }),
+          await post(test, '/api/auth/password-reset', {
+            token: 'x'.repeat(5000),
+            newPassword: NEW_PASSWORD,
+          }),
           400,
           'Invalid token.',
         );
-        expectRefusal(await post(test, '/api/auth/password-reset', { token: 42, newPassword: NEW_PASSWORD }), 400, 'The request is malformed.');
+        expectRefusal(
+          await post(test, '/api/auth/password-reset', { token: 42, newPassword: NEW_PASSWORD }),
+          400,
+          'The request is malformed.',
+        );
 
         const retired = await resetLinkFor(person);
         test.clock.advanceSeconds(301);
@@ -189,10 +205,16 @@ for (const dialect of DIALECTS) {
         );
         expect(await personRow(test, person.id)).toEqual(before);
 
-        expect((await post(test, '/api/auth/password-reset', { token: current, newPassword: NEW_PASSWORD })).status).toBe(200);
+        expect(
+          (await post(test, '/api/auth/password-reset', { token: current, newPassword: NEW_PASSWORD }))
+            .status,
+        ).toBe(200);
         const afterReset = await personRow(test, person.id);
         expectRefusal(
-          await post(test, '/api/auth/password-reset', { token: current, newPassword: 'yet another passphrase' }),
+          await post(test, '/api/auth/password-reset', {
+            token: current,
+            newPassword: 'yet another passphrase',
+          }),
           400,
           'Token already used.',
         );
@@ -223,10 +245,16 @@ for (const dialect of DIALECTS) {
           400,
           'Password must be at most 256 characters.',
         );
-        expectRefusal(await post(test, '/api/auth/password-reset', { token }), 400, 'NewPassword is required.');
+        expectRefusal(
+          await post(test, '/api/auth/password-reset', { token }),
+          400,
+          'NewPassword is required.',
+        );
         expect(await personRow(test, person.id)).toEqual(before);
         expect((await linksOf(test, person.id)).every((link) => link.spent_at === null)).toBe(true);
-        expect((await post(test, '/api/auth/password-reset', { token, newPassword: 'p'.repeat(256) })).status).toBe(200);
+        expect(
+          (await post(test, '/api/auth/password-reset', { token, newPassword: 'p'.repeat(256) })).status,
+        ).toBe(200);
       });
 
       it('refuses the link of a person since restricted, deleted or cut off from their scope, changing nothing', async () => {
@@ -280,7 +308,9 @@ for (const dialect of DIALECTS) {
 
       it('does not accept a verification token as a reset token', async () => {
         const person = await createPerson(test, { role: Role.ScopeAdmin, email_verified: 0 });
-        expect((await post(test, `/api/persons/${person.id}/verification-email`, undefined, adminToken())).status).toBe(200);
+        expect(
+          (await post(test, `/api/persons/${person.id}/verification-email`, undefined, adminToken())).status,
+        ).toBe(200);
         const token = linkTokenOf(await sink.waitForMail(person.email));
         expectRefusal(
           await post(test, '/api/auth/password-reset', { token, newPassword: NEW_PASSWORD }),
@@ -292,15 +322,30 @@ for (const dialect of DIALECTS) {
 
     describe('email verification', () => {
       async function verificationTokenFor(person: PersonFixture, count = 1): Promise<string> {
-        const sent = await post(test, `/api/persons/${person.id}/verification-email`, undefined, adminToken());
+        const sent = await post(
+          test,
+          `/api/persons/${person.id}/verification-email`,
+          undefined,
+          adminToken(),
+        );
         expect(sent.status).toBe(200);
         return linkTokenOf(await sink.waitForMail(person.email, count));
       }
 
       it('verifies the address through the mailed link, once', async () => {
         const person = await createPerson(test, { role: Role.ScopeAdmin, email_verified: 0 });
-        const sent = await post(test, `/api/persons/${person.id}/verification-email`, undefined, adminToken());
-        expect(sent.body).toEqual({ data: null, messages: ['Verification email sent.'], errors: [], success: true });
+        const sent = await post(
+          test,
+          `/api/persons/${person.id}/verification-email`,
+          undefined,
+          adminToken(),
+        );
+        expect(sent.body).toEqual({
+          data: null,
+          messages: ['Verification email sent.'],
+          errors: [],
+          success: true,
+        });
         const mail = await sink.waitForMail(person.email);
         expect(mail.subject).toBe('Verify your email address');
         expect(linkOf(mail)).toMatch(/^https:\/\/app\.example\.test\/verify\?token=[\w-]{43}$/);
@@ -315,13 +360,21 @@ for (const dialect of DIALECTS) {
           success: true,
         });
         expect((await personRow(test, person.id)).email_verified).toBe(1);
-        expectRefusal(await post(test, '/api/auth/verify-email', { token: linkTokenOf(mail) }), 400, 'Token already used.');
+        expectRefusal(
+          await post(test, '/api/auth/verify-email', { token: linkTokenOf(mail) }),
+          400,
+          'Token already used.',
+        );
       });
 
       it('answers 200 for an address that is already verified', async () => {
         const person = await createPerson(test, { role: Role.ScopeAdmin, email_verified: 0 });
         const token = await verificationTokenFor(person);
-        await test.services.db.updateTable('persons').set({ email_verified: 1 }).where('id', '=', person.id).execute();
+        await test.services.db
+          .updateTable('persons')
+          .set({ email_verified: 1 })
+          .where('id', '=', person.id)
+          .execute();
         const response = await post(test, '/api/auth/verify-email', { token });
         expect(response.status).toBe(200);
         expect(response.body.data).toEqual({ alreadyVerified: true });
@@ -330,13 +383,21 @@ for (const dialect of DIALECTS) {
 
       it('refuses missing, unknown, expired and superseded tokens, changing nothing', async () => {
         expectRefusal(await post(test, '/api/auth/verify-email', {}), 400, 'Token is required.');
-        expectRefusal(await post(test, '/api/auth/verify-email', { token: 'not-a-token' }), 400, 'Invalid token.');
+        expectRefusal(
+          await post(test, '/api/auth/verify-email', { token: 'not-a-token' }),
+          400,
+          'Invalid token.',
+        );
 
         const person = await createPerson(test, { role: Role.ScopeAdmin, email_verified: 0 });
         const first = await verificationTokenFor(person);
         test.clock.advanceSeconds(301);
         const second = await verificationTokenFor(person, 2);
-        expectRefusal(await post(test, '/api/auth/verify-email', { token: first }), 400, 'Token already used.');
+        expectRefusal(
+          await post(test, '/api/auth/verify-email', { token: first }),
+          400,
+          'Token already used.',
+        );
         test.clock.advanceSeconds(24 * 3600);
         expectRefusal(await post(test, '/api/auth/verify-email', { token: second }), 400, 'Token expired.');
         expect((await personRow(test, person.id)).email_verified).toBe(0);
@@ -409,7 +470,11 @@ for (const dialect of DIALECTS) {
         expect(notice.text).not.toMatch(/token|https?:/i);
         expect(sink.mailsTo(newEmail)).toEqual([]);
 
-        expectRefusal(await post(test, '/api/auth/verify-email', { token: verification }), 400, 'Token already used.');
+        expectRefusal(
+          await post(test, '/api/auth/verify-email', { token: verification }),
+          400,
+          'Token already used.',
+        );
         expectRefusal(
           await post(test, '/api/auth/password-reset', { token: reset, newPassword: NEW_PASSWORD }),
           400,
