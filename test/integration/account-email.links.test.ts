@@ -5,6 +5,7 @@ import {
   issueVerificationLink,
   retireLinksAfterEmailChange,
 } from '../../src/modules/account-email/account-email.links.ts';
+import { resendVerificationCommand } from '../../src/modules/account-email/account-email.commands.ts';
 import { PASSWORD_RECOVERY_MESSAGE } from '../../src/modules/account-email/account-email.routes.ts';
 import { expectRefusal, linksOf, personRow, post, waitForAuditEntries } from '../helpers/account-email.ts';
 import { buildTestApp, type TestApp } from '../helpers/app.ts';
@@ -484,6 +485,107 @@ for (const dialect of DIALECTS) {
         // The new address is reached by a fresh link only.
         expect(tokenFor(test, await personRow(test, person.id))).toBeTypeOf('string');
       });
+    });
+  });
+}
+
+for (const dialect of DIALECTS) {
+  describe(`account email endpoints: binding, rate limit, edge cases (${dialect})`, () => {
+    let test: TestApp;
+    let sink: SmtpSink;
+
+    beforeAll(async () => {
+      sink = await SmtpSink.start();
+      test = await buildTestApp(dialect, { env: { SERVICE_SMTP_URL: sink.url } });
+    });
+    afterAll(async () => {
+      await test.close();
+      await sink.close();
+    });
+
+    it('refuses a malformed recovery request with 400 and the binding messages', async () => {
+      expectRefusal(
+        await post(test, '/api/auth/password-recovery', { email: 5 }),
+        400,
+        'The request is malformed.',
+      );
+      expectRefusal(await post(test, '/api/auth/password-recovery', {}), 400, 'Email is required.');
+      expectRefusal(
+        await post(test, '/api/auth/password-recovery', { email: 'a@example.test', scopeId: 'nope' }),
+        400,
+        'The request is malformed.',
+      );
+      expectRefusal(await post(test, '/api/auth/verify-email', 'not json'), 400, 'The request is malformed.');
+    });
+
+    it('charges the anonymous link endpoints and resend-verification to one budget per address', async () => {
+      const person = await createPerson(test, { role: Role.ScopeAdmin, email_verified: 1 });
+      const remoteAddress = '192.0.2.77';
+      const calls = [
+        { url: '/api/auth/password-recovery', body: { email: 'x@example.test' } },
+        { url: '/api/auth/password-reset', body: { token: 'x', newPassword: NEW_PASSWORD } },
+        { url: '/api/auth/verify-email', body: { token: 'x' } },
+        { url: '/api/auth/resend-verification', token: person.token },
+      ];
+      const statuses: number[] = [];
+      for (let index = 0; index < 11; index += 1) {
+        const call = calls[index % calls.length]!;
+        const response = await test.request({ method: 'POST', remoteAddress, ...call });
+        statuses.push(response.status);
+        if (index === 10) {
+          expectRefusal(response, 429, 'Too many requests.');
+          expect(Number(response.headers['retry-after'])).toBeGreaterThan(0);
+        }
+      }
+      expect(statuses.slice(0, 10)).not.toContain(429);
+    });
+
+    it('mails no reset link to a restricted person who asks for recovery', async () => {
+      const person = await createPerson(test, { role: Role.ScopeAdmin });
+      await test.services.db
+        .updateTable('persons')
+        .set({ restricted_at: test.clock.now().toISOString() })
+        .where('id', '=', person.id)
+        .execute();
+      const marker = await createPerson(test, { role: Role.ScopeAdmin });
+      await post(test, '/api/auth/password-recovery', { email: person.email });
+      await post(test, '/api/auth/password-recovery', { email: marker.email });
+      // Requests are worked in order: once the second one's mail is here, the first was handled.
+      await sink.waitForMail(marker.email);
+      expect(sink.mailsTo(person.email)).toEqual([]);
+      expect(await linksOf(test, person.id)).toEqual([]);
+    });
+
+    it('escapes the person’s name in the HTML part', async () => {
+      const person = await createPerson(test, {
+        role: Role.ScopeAdmin,
+        name: '<img src=x onerror=alert(1)>',
+      });
+      await post(test, '/api/auth/password-recovery', { email: person.email });
+      const mail = await sink.waitForMail(person.email);
+      expect(mail.html).toContain('&lt;img src=x onerror=alert(1)&gt;');
+      expect(mail.html).not.toContain('<img');
+      expect(mail.text).toContain('Hello <img src=x onerror=alert(1)>,');
+    });
+
+    it('answers Person not found when the caller of resend-verification no longer exists', async () => {
+      const person = await createPerson(test, { role: Role.ScopeAdmin, email_verified: 0 });
+      const caller = {
+        id: person.id,
+        kind: 'person' as const,
+        role: Role.ScopeAdmin,
+        scopeId: null,
+        tokenKind: 'full' as const,
+        restricted: false,
+      };
+      // Removed between authentication and the command (authentication itself would answer 401).
+      await test.services.db.deleteFrom('persons').where('id', '=', person.id).execute();
+      const resend = resendVerificationCommand(test.services);
+      await expect(test.services.commands.run(resend, caller, caller)).rejects.toMatchObject({
+        status: 404,
+        message: 'Person not found.',
+      });
+      expect(await linksOf(test, person.id)).toEqual([]);
     });
   });
 }

@@ -174,7 +174,7 @@ async function requireMailablePerson(
       (await isScopeOwner(tx, person.scope_id, input.caller.id));
     if (!reachable) throw new Refusal('You are not an owner of the target scope.');
   }
-  if (person === undefined || person.anonymised_at !== null) throw new Refusal('Person not found.');
+  if (person === undefined) throw new Refusal('Person not found.');
   if (!(await mayUseAccountLinks(tx, person))) {
     throw new Refusal('The person is deleted, restricted or cannot sign in, so no email was sent.');
   }

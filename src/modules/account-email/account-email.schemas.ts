@@ -24,7 +24,14 @@ export type PasswordResetBody = Static<typeof PasswordResetBody>;
 export const PasswordRecoveryBody = Type.Object({
   email: Type.String({ minLength: 1, maxLength: 320 }),
   scopeId: Type.Optional(
-    Nullable(Type.String({ format: 'uuid', description: 'Required for a User; administrators omit it.' })),
+    Nullable(
+      Type.String({
+        format: 'uuid',
+        // A value that is not a GUID is a wrong-typed value: malformed (spec §Errors).
+        errorMessage: 'The request is malformed.',
+        description: 'Required for a User; administrators omit it.',
+      }),
+    ),
   ),
 });
 export type PasswordRecoveryBody = Static<typeof PasswordRecoveryBody>;
