@@ -1,4 +1,4 @@
-import { defineCommand } from '../../audit/command-runner.ts';
+import { defineCommand, type ExecuteContext } from '../../audit/command-runner.ts';
 import type { PasswordHasher } from '../../crypto/passwords.ts';
 import { newSecurityStamp } from '../../crypto/secrets.ts';
 import { type PersonRow, Role } from '../../db/database.ts';
@@ -155,10 +155,8 @@ export function administratorPasswordResetCommand(dependencies: AccountEmailDepe
   });
 }
 
-type AdministratorContext = Parameters<ReturnType<typeof administratorPasswordResetCommand>['execute']>[0];
-
 async function requireMailablePerson(
-  context: AdministratorContext,
+  context: ExecuteContext,
   input: AdministratorMailInput,
 ): Promise<PersonRow> {
   const { tx } = context;
@@ -182,7 +180,7 @@ async function requireMailablePerson(
 }
 
 async function refuseWithinAdministratorCooldown(
-  context: AdministratorContext,
+  context: ExecuteContext,
   dependencies: AccountEmailDependencies,
   personId: string,
   kind: 'verification' | 'password-reset',
