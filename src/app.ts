@@ -9,6 +9,7 @@ import type { Config } from './config/config.ts';
 import { PasswordHasher } from './crypto/passwords.ts';
 import { TokenService } from './crypto/tokens.ts';
 import type { DatabaseHandle } from './db/open-database.ts';
+import { createMailer, type Mailer } from './email/mailer.ts';
 import { createAuthenticator, type IdentityResolvers } from './http/authentication.ts';
 import { type ClientAddress, resolveClientAddress } from './http/client-address.ts';
 import { installErrorHandling } from './http/errors.ts';
@@ -19,6 +20,7 @@ import { auditLogRoutes } from './modules/audit-log/audit-log.routes.ts';
 import { applicationTokenRoutes } from './modules/applications/application-tokens.routes.ts';
 import { applicationRoutes } from './modules/applications/applications.routes.ts';
 import { credentialRoutes } from './modules/applications/credentials.routes.ts';
+import { accountEmailRoutes } from './modules/account-email/account-email.routes.ts';
 import { authRoutes } from './modules/auth/auth.routes.ts';
 import { healthRoutes } from './modules/health/health.routes.ts';
 import { permissionRoutes } from './modules/permissions/permissions.routes.ts';
@@ -36,6 +38,8 @@ export interface AppDependencies {
   readonly logger?: FastifyServerOptions['logger'];
   /** Prefix of the shared rate-limit counters (tests give each app its own). */
   readonly rateLimitNamespace?: string;
+  /** Mail delivery; default: SMTP when SERVICE_SMTP_URL is set, else the logging fallback. */
+  readonly mailer?: Mailer;
 }
 
 const CLIENT_ADDRESS = Symbol('clientAddress');
@@ -66,7 +70,12 @@ export async function buildApp(dependencies: AppDependencies): Promise<App> {
     commands: new CommandRunner(database.db, clock, app.log),
     redis: dependencies.redis ?? null,
     log: app.log,
+    mailer: dependencies.mailer ?? createMailer(config.email, app.log),
   };
+  // Mail already queued is still delivered on a graceful close.
+  app.addHook('onClose', async () => {
+    await services.mailer.close();
+  });
 
   // The spec accepts text/json and application/*+json as JSON too.
   for (const mediaType of JSON_MEDIA_TYPES) {
@@ -131,6 +140,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<App> {
     credentialRoutes(api, services);
     applicationTokenRoutes(api, services);
     permissionRoutes(api, services);
+    accountEmailRoutes(api, services);
   });
   return app;
 }

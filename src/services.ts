@@ -14,6 +14,7 @@ import type { PasswordHasher } from './crypto/passwords.ts';
 import type { TokenService } from './crypto/tokens.ts';
 import type { Db } from './db/database.ts';
 import type { DatabaseHandle } from './db/open-database.ts';
+import type { Mailer } from './email/mailer.ts';
 
 /** The Fastify instance type every module registers its routes on (TypeBox-typed requests). */
 export type App = FastifyInstance<
@@ -35,4 +36,6 @@ export interface Services {
   readonly commands: CommandRunner;
   readonly redis: Redis | null;
   readonly log: FastifyBaseLogger;
+  /** Queued mail delivery (SMTP, or the logging fallback). */
+  readonly mailer: Mailer;
 }

@@ -103,6 +103,30 @@ export interface ScopePermissionsTable {
   updated_at: IsoTime;
 }
 
+export type EmailLinkKind = 'verification' | 'password-reset';
+
+/** A verification or reset link: issued, then spent, expired or retired (spec §States). */
+export interface EmailLinksTable {
+  id: string;
+  person_id: string;
+  kind: EmailLinkKind;
+  /** SHA-256 (hex) of the token; the token itself is only ever in the mail. */
+  token_hash: string;
+  email_normalized: string;
+  created_at: IsoTime;
+  expires_at: IsoTime;
+  spent_at: IsoTime | null;
+  retired_at: IsoTime | null;
+}
+
+/** The shared account-email budget of a person (cooldown and day-long window, spec §Limits). */
+export interface AccountEmailBudgetsTable {
+  person_id: string;
+  last_sent_at: IsoTime;
+  window_started_at: IsoTime;
+  window_count: number;
+}
+
 export interface Database {
   persons: PersonsTable;
   scopes: ScopesTable;
@@ -111,6 +135,8 @@ export interface Database {
   applications: ApplicationsTable;
   application_credentials: ApplicationCredentialsTable;
   scope_permissions: ScopePermissionsTable;
+  email_links: EmailLinksTable;
+  account_email_budgets: AccountEmailBudgetsTable;
 }
 
 export type Db = Kysely<Database>;
@@ -127,5 +153,6 @@ export type AuditEntryRow = Selectable<AuditEntriesTable>;
 export type ApplicationRow = Selectable<ApplicationsTable>;
 export type ApplicationCredentialRow = Selectable<ApplicationCredentialsTable>;
 export type ScopePermissionRow = Selectable<ScopePermissionsTable>;
+export type EmailLinkRow = Selectable<EmailLinksTable>;
 
 export const toFlag = (value: boolean): Flag => (value ? 1 : 0);

@@ -22,6 +22,7 @@ export const MESSAGE_STATUS = {
   'Owner must be a Scope Admin or System Admin who owns the scope.': 400,
   'The person cannot become an owner of this scope.': 400,
   'ExpiresAt must be in the future.': 400,
+  'The email address is already verified.': 400,
   // 401
   'Invalid credentials.': 401,
   'Invalid token': 401,
@@ -62,11 +63,13 @@ export const MESSAGE_STATUS = {
   'An application may have at most two live credentials.': 409,
   'A permission with this name already exists in this scope.': 409,
   'Turn off the email sign-in method before changing your email address.': 409,
+  'The person is deleted, restricted or cannot sign in, so no email was sent.': 409,
   // 413, 415 are answered as 400 malformed (spec: a body that is not JSON is malformed)
   // 429
   'Too many requests.': 429,
   'An email of this kind was sent to you recently. Try again in a few minutes.': 429,
   'You have reached the limit for account emails. Try again later.': 429,
+  'An email of this kind was sent to this person recently. Try again in a few minutes.': 429,
   // 500, 503
   'Internal server error, please try again later': 500,
   'The service is busy verifying credentials. Try again shortly.': 503,

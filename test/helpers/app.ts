@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { LightMyRequestResponse } from 'fastify';
+import type { FastifyServerOptions, LightMyRequestResponse } from 'fastify';
 import { Redis } from 'ioredis';
 import { buildApp } from '../../src/app.ts';
 import { type Config, type Env, loadConfig } from '../../src/config/config.ts';
@@ -52,6 +52,8 @@ export interface TestAppOptions {
   readonly env?: Env;
   /** Use Redis for rate-limit counters when the run provides one (TEST_REDIS_URL). */
   readonly redis?: boolean;
+  /** Fastify's logger option (default: no logging); tests that read the log pass a stream. */
+  readonly logger?: FastifyServerOptions['logger'];
 }
 
 /** The whole service on a fresh database of the dialect, with a movable clock. */
@@ -65,6 +67,7 @@ export async function buildTestApp(dialect: Dialect, options: TestAppOptions = {
     database: database.handle,
     clock,
     redis,
+    ...(options.logger === undefined ? {} : { logger: options.logger }),
     rateLimitNamespace: `portcullis-test:${randomBytes(6).toString('hex')}:`,
   });
   await app.ready();
