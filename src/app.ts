@@ -18,6 +18,7 @@ import { addCaseInsensitiveKeys, validatorCompiler } from './http/validation.ts'
 import { authRoutes } from './modules/auth/auth.routes.ts';
 import { healthRoutes } from './modules/health/health.routes.ts';
 import { findPersonAuthState } from './modules/persons/persons.repository.ts';
+import { personRoutes } from './modules/persons/persons.routes.ts';
 import { scopeRoutes } from './modules/scopes/scopes.routes.ts';
 import type { App, Services } from './services.ts';
 
@@ -121,6 +122,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<App> {
     healthRoutes(api, services);
     authRoutes(api, services);
     scopeRoutes(api, services);
+    personRoutes(api, services);
   });
   return app;
 }
