@@ -24,7 +24,7 @@ export async function createTestDatabase(dialect: Dialect): Promise<TestDatabase
   const schema = `${TEST_SCHEMA_PREFIX}${randomBytes(6).toString('hex')}`;
   await withAdminClient((client) => client.query(`create schema ${schema}`));
   const handle = openDatabase(TEST_DATABASE_URL, { postgresSchema: schema, postgresPoolSize: 5 });
-  await migrateToLatest(handle.db);
+  await migrateToLatest(handle.db, schema);
   return {
     handle,
     url: TEST_DATABASE_URL,

@@ -121,3 +121,25 @@ export async function auditEntries(test: TestApp, action: string) {
     .orderBy('recorded_at')
     .execute();
 }
+
+/** A person's stored row as it is now (undefined once hard-deleted). */
+export const personRow = (test: TestApp, id: string) =>
+  test.services.db.selectFrom('persons').selectAll().where('id', '=', id).executeTakeFirst();
+
+/** The ids of a scope's owners, sorted. */
+export async function ownerIdsOf(test: TestApp, scopeId: string): Promise<string[]> {
+  const rows = await test.services.db
+    .selectFrom('scope_owners')
+    .select('person_id')
+    .where('scope_id', '=', scopeId)
+    .execute();
+  return rows.map((row) => row.person_id).sort();
+}
+
+export async function personCount(test: TestApp): Promise<number> {
+  const row = await test.services.db
+    .selectFrom('persons')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
