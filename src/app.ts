@@ -25,6 +25,7 @@ import { authRoutes } from './modules/auth/auth.routes.ts';
 import { healthRoutes } from './modules/health/health.routes.ts';
 import { permissionRoutes } from './modules/permissions/permissions.routes.ts';
 import { findPersonAuthState } from './modules/persons/persons.repository.ts';
+import { personRoutes } from './modules/persons/persons.routes.ts';
 import { scopeRoutes } from './modules/scopes/scopes.routes.ts';
 import type { App, Services } from './services.ts';
 
@@ -141,6 +142,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<App> {
     applicationTokenRoutes(api, services);
     permissionRoutes(api, services);
     accountEmailRoutes(api, services);
+    personRoutes(api, services);
   });
   return app;
 }

@@ -35,6 +35,12 @@ export interface PersonsTable {
   anonymised_at: IsoTime | null;
   created_at: IsoTime;
   updated_at: IsoTime;
+  /** Re-authentication budget (modules/auth/reauthentication.ts): failures in the current window… */
+  reauthentication_failures: Generated<number>;
+  /** …the window's start (its first failure)… */
+  reauthentication_window_started_at: Generated<IsoTime | null>;
+  /** …and, once five failures fell in one window, the time until which every check fails. */
+  reauthentication_paused_until: Generated<IsoTime | null>;
 }
 
 export interface ScopesTable {

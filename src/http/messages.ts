@@ -23,6 +23,8 @@ export const MESSAGE_STATUS = {
   'The person cannot become an owner of this scope.': 400,
   'ExpiresAt must be in the future.': 400,
   'The email address is already verified.': 400,
+  'Role must be Scope Admin or System Admin.': 400,
+  'A role can only change between Scope Admin and System Admin.': 400,
   // 401
   'Invalid credentials.': 401,
   'Invalid token': 401,
@@ -46,6 +48,8 @@ export const MESSAGE_STATUS = {
   'You are not allowed to update this person.': 403,
   'You are not allowed to view this external-provider user.': 403,
   'You cannot delete your own person record.': 403,
+  'You are not allowed to delete this person.': 403,
+  'Only a System Admin may change a role.': 403,
   'Extidp sign-up requires a verified email address.': 403,
   // 404
   'Not found.': 404,

@@ -25,7 +25,12 @@ export interface PersonFixture {
 
 export async function createPerson(
   test: TestApp,
-  options: Partial<Pick<PersonRow, 'name' | 'email' | 'role' | 'scope_id' | 'email_verified'>> = {},
+  options: Partial<
+    Pick<
+      PersonRow,
+      'name' | 'email' | 'role' | 'scope_id' | 'email_verified' | 'restricted_at' | 'deleted_at'
+    >
+  > = {},
 ): Promise<PersonFixture> {
   const now = test.clock.now().toISOString();
   const email = options.email ?? `person-${unique()}@example.test`;
@@ -41,13 +46,16 @@ export async function createPerson(
     email_verified: options.email_verified ?? 1,
     failed_login_attempts: 0,
     locked_out_until: null,
-    restricted_at: null,
+    restricted_at: options.restricted_at ?? null,
     restriction_ground: null,
     erasure_requested_at: null,
-    deleted_at: null,
+    deleted_at: options.deleted_at ?? null,
     anonymised_at: null,
     created_at: now,
     updated_at: now,
+    reauthentication_failures: 0,
+    reauthentication_window_started_at: null,
+    reauthentication_paused_until: null,
   };
   await test.services.db.insertInto('persons').values(row).execute();
   return { row, id: row.id, email, token: tokenFor(test, row) };
@@ -63,9 +71,11 @@ export function tokenFor(test: TestApp, person: PersonRow): string {
   }).token;
 }
 
-export const createSystemAdmin = (test: TestApp, options: { email?: string } = {}) =>
+type PersonOptions = Partial<Pick<PersonRow, 'name' | 'email' | 'restricted_at' | 'deleted_at'>>;
+
+export const createSystemAdmin = (test: TestApp, options: PersonOptions = {}) =>
   createPerson(test, { role: Role.SystemAdmin, ...options });
-export const createScopeAdmin = (test: TestApp, options: { email?: string } = {}) =>
+export const createScopeAdmin = (test: TestApp, options: PersonOptions = {}) =>
   createPerson(test, { role: Role.ScopeAdmin, ...options });
 
 /** A live scope owned by the given administrators. */
@@ -99,7 +109,7 @@ export async function createScope(
   return row;
 }
 
-export const createUser = (test: TestApp, scopeId: string, options: { email?: string } = {}) =>
+export const createUser = (test: TestApp, scopeId: string, options: PersonOptions = {}) =>
   createPerson(test, { role: Role.User, scope_id: scopeId, ...options });
 
 /** The audit entries of one action, oldest first. */
@@ -110,4 +120,26 @@ export async function auditEntries(test: TestApp, action: string) {
     .where('action', '=', action)
     .orderBy('recorded_at')
     .execute();
+}
+
+/** A person's stored row as it is now (undefined once hard-deleted). */
+export const personRow = (test: TestApp, id: string) =>
+  test.services.db.selectFrom('persons').selectAll().where('id', '=', id).executeTakeFirst();
+
+/** The ids of a scope's owners, sorted. */
+export async function ownerIdsOf(test: TestApp, scopeId: string): Promise<string[]> {
+  const rows = await test.services.db
+    .selectFrom('scope_owners')
+    .select('person_id')
+    .where('scope_id', '=', scopeId)
+    .execute();
+  return rows.map((row) => row.person_id).sort();
+}
+
+export async function personCount(test: TestApp): Promise<number> {
+  const row = await test.services.db
+    .selectFrom('persons')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
 }

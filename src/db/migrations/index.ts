@@ -1,4 +1,5 @@
 import { foundation } from './0001-foundation.ts';
+import { persons } from './0002-persons.ts';
 import { accountEmail } from './0003-account-email.ts';
 import { applications } from './0004-applications.ts';
 import { auditIndexes } from './0006-audit-indexes.ts';
@@ -7,6 +8,7 @@ import type { Migration } from './migration.ts';
 /** Every migration, in order. Names never change once released. */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0001-foundation': foundation,
+  '0002-persons': persons,
   '0003-account-email': accountEmail,
   '0004-applications': applications,
   '0006-audit-indexes': auditIndexes,

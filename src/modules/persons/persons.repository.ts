@@ -1,4 +1,14 @@
-import type { DbOrTx, PersonRow, Role } from '../../db/database.ts';
+import { type Expression, type SqlBool, sql } from 'kysely';
+import {
+  type DbOrTx,
+  type NewPerson,
+  type PersonRow,
+  type PersonUpdate,
+  Role,
+  type Tx,
+} from '../../db/database.ts';
+import { containsNormalized } from '../../db/query-helpers.ts';
+import type { PageRequest } from '../../http/pagination.ts';
 
 /** What authentication needs of a person on every request: one primary-key read. */
 export interface PersonAuthState {
@@ -71,4 +81,123 @@ export async function hasLiveSystemAdmin(db: DbOrTx): Promise<boolean> {
     .limit(1)
     .executeTakeFirst();
   return row !== undefined;
+}
+
+export async function insertPerson(tx: Tx, row: NewPerson): Promise<void> {
+  await tx.insertInto('persons').values(row).execute();
+}
+
+/** One person; logically deleted ones only when asked for. */
+export async function findPerson(
+  db: DbOrTx,
+  id: string,
+  includeDeleted = false,
+): Promise<PersonRow | undefined> {
+  return db
+    .selectFrom('persons')
+    .selectAll()
+    .where('id', '=', id)
+    .$if(!includeDeleted, (query) => query.where('deleted_at', 'is', null))
+    .executeTakeFirst();
+}
+
+export async function updatePerson(tx: Tx, id: string, changes: PersonUpdate): Promise<void> {
+  await tx.updateTable('persons').set(changes).where('id', '=', id).execute();
+}
+
+export async function deletePersonRow(tx: Tx, id: string): Promise<boolean> {
+  const deleted = await tx.deleteFrom('persons').where('id', '=', id).executeTakeFirst();
+  return deleted.numDeletedRows > 0n;
+}
+
+/**
+ * Whether a live person already holds the address where it must be unique (DECISIONS §6): a
+ * User's among the live Users of the same scope, an administrator's among live administrators.
+ */
+export async function isEmailTaken(
+  db: DbOrTx,
+  emailNormalized: string,
+  scopeId: string | null,
+  exceptId: string | null,
+): Promise<boolean> {
+  const row = await db
+    .selectFrom('persons')
+    .select('id')
+    .where('email_normalized', '=', emailNormalized)
+    .where((eb) => (scopeId === null ? eb('scope_id', 'is', null) : eb('scope_id', '=', scopeId)))
+    .where('deleted_at', 'is', null)
+    .$if(exceptId !== null, (query) => query.where('id', '!=', exceptId ?? ''))
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/** A case-insensitive substring match on a column that holds mixed-case text. */
+function containsIgnoringCase(column: 'name', filter: string): Expression<SqlBool> {
+  const escaped = filter
+    .trim()
+    .toLowerCase()
+    .replace(/[\\%_]/g, (character) => `\\${character}`);
+  return sql<SqlBool>`lower(${sql.ref(column)}) like ${`%${escaped}%`} escape '\\'`;
+}
+
+export interface PersonFilter {
+  /** Only the Users of this scope. */
+  readonly usersOf?: string;
+  /** Only the owners of this scope. */
+  readonly ownersOf?: string;
+  /** Only these roles. */
+  readonly roles?: readonly Role[];
+  /** Leave out the owners of this scope. */
+  readonly excludeOwnersOf?: string | null;
+  readonly name?: string | null;
+  readonly email?: string | null;
+  readonly includeDeleted?: boolean;
+  /** Leave out restricted persons and those awaiting erasure (listed nowhere while so). */
+  readonly withholdRestricted?: boolean;
+}
+
+const isBlank = (value: string | null | undefined): value is null | undefined =>
+  value === null || value === undefined || value.trim() === '';
+
+/** A page of persons ordered by name, then id, and the size of the whole result. */
+export async function listPersons(
+  db: DbOrTx,
+  filter: PersonFilter,
+  page: PageRequest,
+): Promise<{ rows: PersonRow[]; total: number }> {
+  const base = db
+    .selectFrom('persons')
+    .$if(filter.includeDeleted !== true, (query) => query.where('deleted_at', 'is', null))
+    .$if(filter.withholdRestricted === true, (query) =>
+      query.where('restricted_at', 'is', null).where('erasure_requested_at', 'is', null),
+    )
+    .$if(filter.usersOf !== undefined, (query) =>
+      query.where('scope_id', '=', filter.usersOf ?? '').where('role', '=', Role.User),
+    )
+    .$if(filter.ownersOf !== undefined, (query) =>
+      query.where('id', 'in', (eb) =>
+        eb
+          .selectFrom('scope_owners')
+          .select('person_id')
+          .where('scope_id', '=', filter.ownersOf ?? ''),
+      ),
+    )
+    .$if(filter.roles !== undefined, (query) => query.where('role', 'in', [...(filter.roles ?? [])]))
+    .$if(!isBlank(filter.excludeOwnersOf), (query) =>
+      query.where('id', 'not in', (eb) =>
+        eb
+          .selectFrom('scope_owners')
+          .select('person_id')
+          .where('scope_id', '=', filter.excludeOwnersOf ?? ''),
+      ),
+    )
+    .$if(!isBlank(filter.name), (query) => query.where(containsIgnoringCase('name', filter.name ?? '')))
+    .$if(!isBlank(filter.email), (query) =>
+      query.where(containsNormalized('email_normalized', filter.email ?? '')),
+    );
+  const [rows, count] = await Promise.all([
+    base.selectAll().orderBy('name').orderBy('id').limit(page.pageSize).offset(page.offset).execute(),
+    base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(count.total) };
 }
