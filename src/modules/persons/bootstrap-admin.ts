@@ -64,13 +64,13 @@ export async function ensureBootstrapAdmin(services: Services): Promise<void> {
       null,
     );
   } catch (error) {
-    // Administrators' addresses are unique: a live Scope Admin may already hold this one.
-    if (isUniqueViolation(error)) {
-      throw new ConfigError(
-        'SERVICE_BOOTSTRAP_ADMIN_EMAIL belongs to an existing administrator; choose another address or promote that administrator.',
-      );
-    }
-    throw error;
+    if (!isUniqueViolation(error)) throw error;
+    // Another instance starting at the same moment created the admin first: nothing to do.
+    if (await hasLiveSystemAdmin(services.db)) return;
+    // Otherwise administrators' addresses are unique and a live Scope Admin holds this one.
+    throw new ConfigError(
+      'SERVICE_BOOTSTRAP_ADMIN_EMAIL belongs to an existing administrator; choose another address or promote that administrator.',
+    );
   }
   if (!result.created) return;
   services.log.info({ email: admin.email }, 'created the bootstrap System Admin');
