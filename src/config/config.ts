@@ -137,7 +137,7 @@ export function loadConfig(env: Env, warn: WarningSink): Config {
     environment,
     host,
     port: port(env),
-    logLevel: text(env, 'SERVICE_LOG_LEVEL') ?? 'info',
+    logLevel: logLevel(env),
     databaseUrl,
     redisUrl: text(env, 'SERVICE_REDIS_URL'),
     auth: {
@@ -289,6 +289,17 @@ function port(env: Env): number {
   const value = Number(raw);
   if (!Number.isInteger(value) || value < 0 || value > 65535) {
     throw new ConfigError('SERVICE_PORT must be an integer from 0 to 65535.');
+  }
+  return value;
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function logLevel(env: Env): string {
+  const value = text(env, 'SERVICE_LOG_LEVEL')?.toLowerCase() ?? 'info';
+  // Checked here so a typo is a named refusal, not a logger crash with a stack trace.
+  if (!LOG_LEVELS.includes(value)) {
+    throw new ConfigError(`SERVICE_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}.`);
   }
   return value;
 }

@@ -552,6 +552,30 @@ for (const dialect of DIALECTS) {
       });
     });
 
+    describe('rate limit (password spraying from one address)', () => {
+      it('answers the 11th attempt in a minute from one address 429 with Retry-After, without checking a password', async () => {
+        const admin = await createSystemAdmin(test);
+        const address = '192.0.2.77';
+        const attempt = () =>
+          test.app.inject({
+            method: 'POST',
+            url: '/api/auth/login',
+            payload: { email: admin.email, password: 'a wrong guess' },
+            remoteAddress: address,
+          });
+        for (let count = 1; count <= 10; count += 1) expect((await attempt()).statusCode).toBe(401);
+        harness.hasher.verifications = 0;
+        harness.hasher.decoyVerifications = 0;
+        const before = await personRow(admin.id);
+        const limited = await attempt();
+        expect(limited.statusCode).toBe(429);
+        expect(limited.json().errors).toEqual(['Too many requests.']);
+        expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
+        expect(harness.hasher.verifications + harness.hasher.decoyVerifications).toBe(0);
+        expect(await personRow(admin.id)).toEqual(before);
+      });
+    });
+
     describe('binding', () => {
       it('answers a missing password 400 with the field named, and checks nothing', async () => {
         harness.hasher.decoyVerifications = 0;

@@ -206,6 +206,13 @@ describe('loadConfig: production requirements (DECISIONS §8)', () => {
     expect(message).toBe('SERVICE_AUTH_TOKEN_SECRET is required with a PostgreSQL database.');
   });
 
+  it('refuses an unknown log level by name, and accepts a known one in any case', () => {
+    expect(refusalOf({ ...DEVELOPMENT, SERVICE_LOG_LEVEL: 'verbose' })).toBe(
+      'SERVICE_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent.',
+    );
+    expect(load({ ...DEVELOPMENT, SERVICE_LOG_LEVEL: 'DEBUG' }).config.logLevel).toBe('debug');
+  });
+
   it('refuses an unknown environment name and an unknown database scheme', () => {
     expect(refusalOf({ ...DEVELOPMENT, SERVICE_ENVIRONMENT: 'staging' })).toContain('SERVICE_ENVIRONMENT');
     expect(refusalOf({ ...DEVELOPMENT, SERVICE_DATABASE_URL: 'mysql://secret-host/db' })).toBe(
