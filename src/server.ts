@@ -37,6 +37,7 @@ async function main(): Promise<void> {
     'starting',
   );
   await ensureBootstrapAdmin(app.services);
+  await app.services.passwords.prepareDecoy();
 
   let closing = false;
   const close = async (signal: string) => {

@@ -87,6 +87,11 @@ export const MINIMUM_SECRET_BYTES = 32;
 export const MINIMUM_CALLER_KEY_CHARACTERS = 32;
 const MAXIMUM_CALLER_KEYS = 2;
 const DEVELOPMENT_SECRET_FILE = 'token-secret';
+const MINIMUM_PASSWORD_CHARACTERS = 8;
+const MAXIMUM_PASSWORD_CHARACTERS = 256;
+const MAXIMUM_EMAIL_CHARACTERS = 320;
+/** Longest lifetime or cooldown a seconds setting may name: one year. */
+export const MAXIMUM_SECONDS_SETTING = 365 * 24 * 60 * 60;
 
 export function loadConfig(env: Env, warn: WarningSink): Config {
   const environment = parseEnvironment(env);
@@ -132,7 +137,7 @@ export function loadConfig(env: Env, warn: WarningSink): Config {
     environment,
     host,
     port: port(env),
-    logLevel: text(env, 'SERVICE_LOG_LEVEL') ?? 'info',
+    logLevel: logLevel(env),
     databaseUrl,
     redisUrl: text(env, 'SERVICE_REDIS_URL'),
     auth: {
@@ -143,13 +148,13 @@ export function loadConfig(env: Env, warn: WarningSink): Config {
       challengeAudience,
       subjectRightsAudience,
       applicationAudience,
-      tokenLifetimeSeconds: positiveNumber(
+      tokenLifetimeSeconds: lifetimeSeconds(
         env,
         'SERVICE_AUTH_TOKEN_EXPIRATION_IN_SECONDS',
         DEFAULTS.tokenLifetimeSeconds,
         warn,
       ),
-      applicationTokenLifetimeSeconds: positiveNumber(
+      applicationTokenLifetimeSeconds: lifetimeSeconds(
         env,
         'SERVICE_APPLICATION_TOKEN_EXPIRATION_IN_SECONDS',
         DEFAULTS.applicationTokenLifetimeSeconds,
@@ -234,9 +239,10 @@ function checkSecret(name: string, value: string): string {
 }
 
 function optionalSecret(env: Env, name: string): string | null {
-  const raw = env[name];
-  if (raw === undefined || raw === '' || raw === '""' || raw === "''" || raw.trim() === '') return null;
-  return checkSecret(name, raw);
+  // Unset, blank and an empty quoted value mean "none" (spec §Authentication 7). A set value is
+  // used exactly as configured, surrounding spaces included, because it is the HMAC key.
+  if (text(env, name) === null) return null;
+  return checkSecret(name, env[name] as string);
 }
 
 function resolveTokenSecret(env: Env, production: boolean, databaseUrl: string): string {
@@ -251,11 +257,29 @@ function resolveTokenSecret(env: Env, production: boolean, databaseUrl: string):
   }
   if (databaseFile === null) return randomBytes(32).toString('base64url');
   const secretFile = join(dirname(resolve(databaseFile)), DEVELOPMENT_SECRET_FILE);
-  if (existsSync(secretFile)) return checkSecret(secretFile, readFileSync(secretFile, 'ascii').trim());
+  if (existsSync(secretFile)) return readDevelopmentSecret(secretFile);
   mkdirSync(dirname(secretFile), { recursive: true });
   const secret = randomBytes(32).toString('base64url');
-  writeFileSync(secretFile, secret, { mode: 0o600 });
+  try {
+    // Readable by the owner only: anyone who can read it can mint tokens. 'wx' never replaces a
+    // secret another instance wrote a moment ago (its tokens would stop validating).
+    writeFileSync(secretFile, secret, { mode: 0o600, flag: 'wx' });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return readDevelopmentSecret(secretFile);
+    throw error;
+  }
   chmodSync(secretFile, 0o600);
+  return secret;
+}
+
+function readDevelopmentSecret(secretFile: string): string {
+  const secret = readFileSync(secretFile, 'ascii').trim();
+  // The refusal names the file, never its content.
+  if (secret.length < MINIMUM_SECRET_BYTES || !/^[\x21-\x7e]+$/.test(secret)) {
+    throw new ConfigError(
+      `The generated development secret in ${secretFile} is unusable; delete the file or set SERVICE_AUTH_TOKEN_SECRET.`,
+    );
+  }
   return secret;
 }
 
@@ -265,6 +289,17 @@ function port(env: Env): number {
   const value = Number(raw);
   if (!Number.isInteger(value) || value < 0 || value > 65535) {
     throw new ConfigError('SERVICE_PORT must be an integer from 0 to 65535.');
+  }
+  return value;
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function logLevel(env: Env): string {
+  const value = text(env, 'SERVICE_LOG_LEVEL')?.toLowerCase() ?? 'info';
+  // Checked here so a typo is a named refusal, not a logger crash with a stack trace.
+  if (!LOG_LEVELS.includes(value)) {
+    throw new ConfigError(`SERVICE_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}.`);
   }
   return value;
 }
@@ -290,6 +325,29 @@ function positiveNumber(env: Env, name: string, fallback: number, warn: WarningS
   return value;
 }
 
+/**
+ * A token lifetime in whole seconds. Zero, negative, non-finite, fractional and text values
+ * fall back to the default with a warning (spec §Authentication 6), and so do lifetimes beyond
+ * a year: such a token would outlive every revocation plan (and far beyond, expiry dates that
+ * JavaScript cannot represent would fail every sign-in).
+ */
+function lifetimeSeconds(env: Env, name: string, fallback: number, warn: WarningSink): number {
+  return wholeSeconds(env, name, fallback, 1, warn);
+}
+
+function wholeSeconds(env: Env, name: string, fallback: number, minimum: 0 | 1, warn: WarningSink): number {
+  const raw = text(env, name);
+  if (raw === null) return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < minimum || value > MAXIMUM_SECONDS_SETTING) {
+    warn(
+      `${name}: the value ${JSON.stringify(raw)} is not usable (whole seconds from ${minimum} to ${MAXIMUM_SECONDS_SETTING}); using the default ${fallback}.`,
+    );
+    return fallback;
+  }
+  return value;
+}
+
 function positiveInteger(env: Env, name: string, fallback: number, warn: WarningSink): number {
   const value = positiveNumber(env, name, fallback, warn);
   if (!Number.isInteger(value)) {
@@ -302,17 +360,14 @@ function positiveInteger(env: Env, name: string, fallback: number, warn: Warning
 }
 
 function cooldownSeconds(env: Env, warn: WarningSink): number {
-  const name = 'SERVICE_ADMIN_EMAIL_COOLDOWN_IN_SECONDS';
-  const fallback = DEFAULTS.accountEmailCooldownSeconds;
-  const raw = text(env, name);
-  if (raw === null) return fallback;
-  const value = Number(raw);
   // 0 is meaningful here: it turns the cooldown off.
-  if (!Number.isFinite(value) || value < 0) {
-    warn(`${name}: the value ${JSON.stringify(raw)} is not usable; using the default ${fallback}.`);
-    return fallback;
-  }
-  return value;
+  return wholeSeconds(
+    env,
+    'SERVICE_ADMIN_EMAIL_COOLDOWN_IN_SECONDS',
+    DEFAULTS.accountEmailCooldownSeconds,
+    0,
+    warn,
+  );
 }
 
 function list(env: Env, name: string): string[] {
@@ -330,6 +385,10 @@ function trustedProxies(env: Env): BlockList {
   for (const [index, entry] of list(env, name).entries()) {
     const [address, prefixText, ...rest] = entry.split('/');
     const family = address === undefined ? 0 : isIP(address);
+    // Digits only: Number('') is 0, and an entry such as "10.0.0.1/" must not trust everyone.
+    if (prefixText !== undefined && !/^\d{1,3}$/.test(prefixText)) {
+      throw new ConfigError(`${name}: entry ${index + 1} is not an IP address or CIDR network.`);
+    }
     const prefix = prefixText === undefined ? null : Number(prefixText);
     const maximumPrefix = family === 6 ? 128 : 32;
     const prefixValid =
@@ -412,7 +471,9 @@ function smtpUrl(env: Env): string | null {
 function bootstrapAdmin(env: Env, production: boolean): BootstrapAdmin | null {
   const name = text(env, 'SERVICE_BOOTSTRAP_ADMIN_NAME');
   const email = text(env, 'SERVICE_BOOTSTRAP_ADMIN_EMAIL');
-  const password = env.SERVICE_BOOTSTRAP_ADMIN_PASSWORD ?? null;
+  // The password is taken exactly as configured (spaces are legal in passwords).
+  const password =
+    text(env, 'SERVICE_BOOTSTRAP_ADMIN_PASSWORD') === null ? null : env.SERVICE_BOOTSTRAP_ADMIN_PASSWORD!;
   if (email === null && password === null && name === null) {
     // Production never prints a generated password; development gets a ready admin.
     return production
@@ -421,9 +482,19 @@ function bootstrapAdmin(env: Env, production: boolean): BootstrapAdmin | null {
   }
   if (email === null)
     throw new ConfigError('SERVICE_BOOTSTRAP_ADMIN_EMAIL is required with the other bootstrap settings.');
-  if (password === null || password === '') {
+  if (!/^[^@\s]+@[^@\s]+$/.test(email) || email.length > MAXIMUM_EMAIL_CHARACTERS) {
+    throw new ConfigError('SERVICE_BOOTSTRAP_ADMIN_EMAIL must be an email address.');
+  }
+  if (password === null) {
     if (production) throw new ConfigError('SERVICE_BOOTSTRAP_ADMIN_PASSWORD is required in production.');
     return { name: name ?? 'Administrator', email, password: null };
+  }
+  // The same length rule as every other password (DECISIONS §7), so the admin can sign in.
+  const length = [...password].length;
+  if (length < MINIMUM_PASSWORD_CHARACTERS || length > MAXIMUM_PASSWORD_CHARACTERS) {
+    throw new ConfigError(
+      `SERVICE_BOOTSTRAP_ADMIN_PASSWORD must be ${MINIMUM_PASSWORD_CHARACTERS} to ${MAXIMUM_PASSWORD_CHARACTERS} characters long.`,
+    );
   }
   return { name: name ?? 'Administrator', email, password };
 }

@@ -1,12 +1,18 @@
+import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { hash, parseOptions, verify } from '@node-rs/argon2';
 import { Refusal } from '../http/messages.ts';
 import { ConcurrencyBound } from './concurrency.ts';
 
-/** Argon2id parameters (DECISIONS §7): 19 MiB, two passes, one lane, 16-byte salt. */
 /** @node-rs/argon2's Algorithm.Argon2id (a const enum, which erasable TypeScript cannot import). */
 const ARGON2ID = 2;
+/** @node-rs/argon2's Version.V0x13, the current Argon2 version. */
+const ARGON2_VERSION_13 = 1;
+/** The library generates 16-byte salts (DECISIONS §7); a stored hash with a shorter one is upgraded. */
+const SALT_BYTES = 16;
+const OUTPUT_BYTES = 32;
 
+/** Argon2id parameters (DECISIONS §7): 19 MiB, two passes, one lane, 16-byte salt. */
 export const PASSWORD_HASH_PARAMETERS = Object.freeze({
   algorithm: ARGON2ID,
   memoryCost: 19_456,
@@ -37,6 +43,13 @@ export class PasswordHasher {
     this.#bound = new ConcurrencyBound(concurrency);
   }
 
+  /** The decoy hash is made on first use and then kept; its parameters are the current ones. */
+  #decoy(): Promise<string> {
+    // A random decoy password: no password can be known to match it.
+    this.#decoyHash ??= hash(randomBytes(32).toString('base64url'), PASSWORD_HASH_PARAMETERS);
+    return this.#decoyHash;
+  }
+
   hash(password: string): Promise<string> {
     return this.runBounded(() => hash(password, PASSWORD_HASH_PARAMETERS));
   }
@@ -51,9 +64,16 @@ export class PasswordHasher {
    * this path so that their answer takes as long as a wrong password does.
    */
   async verifyDecoy(password: string): Promise<void> {
-    this.#decoyHash ??= hash('decoy password that is never accepted', PASSWORD_HASH_PARAMETERS);
-    const decoy = await this.#decoyHash;
+    const decoy = await this.#decoy();
     await this.runBounded(() => verify(decoy, password).catch(() => false));
+  }
+
+  /**
+   * Makes the decoy hash now (at start-up), so that the first unknown-account sign-in does not
+   * take one hash longer than every later one.
+   */
+  async prepareDecoy(): Promise<void> {
+    await this.#decoy();
   }
 
   /** Runs a credential check under the bound; 503 (with Retry-After) when no slot comes in 10 s. */
@@ -73,6 +93,9 @@ function hashNeedsUpgrade(storedHash: string): boolean {
     const stored = parseOptions(storedHash);
     return (
       stored.algorithm !== PASSWORD_HASH_PARAMETERS.algorithm ||
+      stored.version !== ARGON2_VERSION_13 ||
+      stored.saltLen < SALT_BYTES ||
+      stored.outputLen < OUTPUT_BYTES ||
       stored.memoryCost !== PASSWORD_HASH_PARAMETERS.memoryCost ||
       stored.timeCost !== PASSWORD_HASH_PARAMETERS.timeCost ||
       stored.parallelism !== PASSWORD_HASH_PARAMETERS.parallelism

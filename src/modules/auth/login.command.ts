@@ -1,7 +1,7 @@
 import { defineCommand } from '../../audit/command-runner.ts';
 import type { PasswordHasher } from '../../crypto/passwords.ts';
 import type { TokenService } from '../../crypto/tokens.ts';
-import { type PersonRow, Role } from '../../db/database.ts';
+import { type PersonRow, Role, type Tx } from '../../db/database.ts';
 import { Refusal } from '../../http/messages.ts';
 import { normalizeEmail } from '../persons/person-rules.ts';
 import { findPersonByEmailForSignIn } from '../persons/persons.repository.ts';
@@ -34,12 +34,14 @@ export function loginCommand(passwords: PasswordHasher, tokens: TokenService) {
       let person =
         (await findPersonByEmailForSignIn(context.db, normalizeEmail(body.email), scopeId)) ?? null;
       if (person !== null && !(await signInAllowed(context.db, person))) person = null;
-      const locked = person?.locked_out_until != null && person.locked_out_until > context.now;
+      if (person !== null) context.setTarget(person.id);
+      const locked = person !== null && isLocked(person, context.now);
       if (person === null || locked || person.password_hash === null) {
+        // Unknown, refused and locked accounts cost one Argon2 verification like a wrong
+        // password does, so the answer's timing does not tell them apart.
         await passwords.verifyDecoy(body.password);
         return { person, passwordValid: false, locked, rehash: null };
       }
-      context.setTarget(person.id);
       const verdict = await passwords.verify(person.password_hash, body.password);
       const rehash = verdict.needsRehash ? await passwords.hash(body.password) : null;
       return { person, passwordValid: verdict.valid, locked: false, rehash };
@@ -48,26 +50,13 @@ export function loginCommand(passwords: PasswordHasher, tokens: TokenService) {
       const { person } = verified;
       if (person === null || verified.locked) return new Refusal(INVALID_CREDENTIALS);
       if (!verified.passwordValid) {
-        // Counted atomically in the database, so parallel guesses cannot slip past the threshold.
-        const failures = await context.tx
-          .updateTable('persons')
-          .set((eb) => ({ failed_login_attempts: eb('failed_login_attempts', '+', 1) }))
-          .where('id', '=', person.id)
-          .returning('failed_login_attempts')
-          .executeTakeFirstOrThrow();
-        if (failures.failed_login_attempts >= LOCKOUT_THRESHOLD) {
-          await context.tx
-            .updateTable('persons')
-            .set({
-              failed_login_attempts: 0,
-              locked_out_until: new Date(Date.parse(context.now) + LOCKOUT_SECONDS * 1000).toISOString(),
-            })
-            .where('id', '=', person.id)
-            .execute();
-        }
+        await countFailedPassword(context.tx, person.id, context.now);
         return new Refusal(INVALID_CREDENTIALS);
       }
-      await context.tx
+      // The password was checked outside the transaction. The success is written only if the
+      // person is still live and not locked now: a lock set by parallel wrong guesses, or a
+      // deletion, in the meantime wins over this sign-in.
+      const signedIn = await context.tx
         .updateTable('persons')
         .set({
           failed_login_attempts: 0,
@@ -75,10 +64,42 @@ export function loginCommand(passwords: PasswordHasher, tokens: TokenService) {
           ...(verified.rehash === null ? {} : { password_hash: verified.rehash }),
         })
         .where('id', '=', person.id)
-        .execute();
-      return signInAnswer(tokens, person);
+        .where('deleted_at', 'is', null)
+        .where('erasure_requested_at', 'is', null)
+        .where((eb) => eb.or([eb('locked_out_until', 'is', null), eb('locked_out_until', '<=', context.now)]))
+        .returningAll()
+        .executeTakeFirst();
+      if (signedIn === undefined) return new Refusal(INVALID_CREDENTIALS);
+      return signInAnswer(tokens, signedIn);
     },
   });
+}
+
+function isLocked(person: PersonRow, now: string): boolean {
+  return person.locked_out_until !== null && person.locked_out_until > now;
+}
+
+/**
+ * One more consecutive wrong password; the 10th locks password sign-in for 15 minutes and
+ * starts a fresh count. Counted atomically in the database, so parallel guesses cannot slip
+ * past the threshold.
+ */
+async function countFailedPassword(tx: Tx, personId: string, now: string): Promise<void> {
+  const failures = await tx
+    .updateTable('persons')
+    .set((eb) => ({ failed_login_attempts: eb('failed_login_attempts', '+', 1) }))
+    .where('id', '=', personId)
+    .returning('failed_login_attempts')
+    .executeTakeFirst();
+  if (failures === undefined || failures.failed_login_attempts < LOCKOUT_THRESHOLD) return;
+  await tx
+    .updateTable('persons')
+    .set({
+      failed_login_attempts: 0,
+      locked_out_until: new Date(Date.parse(now) + LOCKOUT_SECONDS * 1000).toISOString(),
+    })
+    .where('id', '=', personId)
+    .execute();
 }
 
 /** A person may sign in while live, not suspended for erasure, and (Users) in a live scope. */

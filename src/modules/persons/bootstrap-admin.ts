@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { defineCommand } from '../../audit/command-runner.ts';
 import { newId, newSecurityStamp } from '../../crypto/secrets.ts';
 import { Role } from '../../db/database.ts';
+import { ConfigError } from '../../config/config.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
 import type { Services } from '../../services.ts';
 import { normalizeEmail } from './person-rules.ts';
 import { hasLiveSystemAdmin } from './persons.repository.ts';
@@ -54,11 +56,22 @@ export async function ensureBootstrapAdmin(services: Services): Promise<void> {
   if (admin === null || (await hasLiveSystemAdmin(services.db))) return;
   const password = admin.password ?? randomBytes(18).toString('base64url');
   const passwordHash = await services.passwords.hash(password);
-  const result = await services.commands.run(
-    createBootstrapAdmin,
-    { name: admin.name, email: admin.email, passwordHash },
-    null,
-  );
+  let result: { created: boolean };
+  try {
+    result = await services.commands.run(
+      createBootstrapAdmin,
+      { name: admin.name, email: admin.email, passwordHash },
+      null,
+    );
+  } catch (error) {
+    if (!isUniqueViolation(error)) throw error;
+    // Another instance starting at the same moment created the admin first: nothing to do.
+    if (await hasLiveSystemAdmin(services.db)) return;
+    // Otherwise administrators' addresses are unique and a live Scope Admin holds this one.
+    throw new ConfigError(
+      'SERVICE_BOOTSTRAP_ADMIN_EMAIL belongs to an existing administrator; choose another address or promote that administrator.',
+    );
+  }
   if (!result.created) return;
   services.log.info({ email: admin.email }, 'created the bootstrap System Admin');
   if (admin.password === null) {

@@ -1,0 +1,181 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+
+/**
+ * The real process entry (src/server.ts) started as a child process: start-up refusals must
+ * end the process with a non-zero code and a message naming the variable and never its value;
+ * a good configuration must serve and stop cleanly on SIGTERM.
+ */
+
+const SERVER_ENTRY = resolve(import.meta.dirname, '../../src/server.ts');
+const GOOD_SECRET = 'start-up-test-secret-of-at-least-32-bytes';
+
+interface Started {
+  readonly child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+let directory: string;
+let children: ChildProcess[] = [];
+
+beforeEach(() => {
+  directory = mkdtempSync(join(tmpdir(), 'portcullis-startup-'));
+});
+afterEach(() => {
+  for (const child of children)
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  children = [];
+  rmSync(directory, { recursive: true, force: true });
+});
+
+/** Starts the server with exactly these settings (nothing inherited from the test's own env). */
+function startServer(settings: Record<string, string>): Started {
+  const child = spawn(process.execPath, [SERVER_ENTRY], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      SERVICE_DATABASE_URL: `sqlite:${join(directory, 'identity.db')}`,
+      SERVICE_PORT: '0',
+      ...settings,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolveExit) =>
+    child.once('close', (code, signal) => resolveExit({ code, signal })),
+  );
+  return { child, stdout: () => stdout, stderr: () => stderr, exited };
+}
+
+/** The port from Fastify's "Server listening at http://127.0.0.1:PORT" log line. */
+async function listeningPort(started: Started): Promise<number> {
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
+    const match = /Server listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(started.stdout());
+    if (match !== null) return Number(match[1]);
+    if (started.child.exitCode !== null) break;
+    await new Promise((wait) => setTimeout(wait, 50));
+  }
+  throw new Error(`the server did not start:\n${started.stdout()}\n${started.stderr()}`);
+}
+
+describe('start-up refusals (spec §Authentication 7, 14; DECISIONS §8)', () => {
+  const refusals: Array<[string, Record<string, string>, string, string]> = [
+    [
+      'a signing secret under 32 bytes',
+      { SERVICE_AUTH_TOKEN_SECRET: 'short-but-secret-value-1234' },
+      'SERVICE_AUTH_TOKEN_SECRET',
+      'short-but-secret-value-1234',
+    ],
+    [
+      'a non-ASCII previous signing secret',
+      {
+        SERVICE_AUTH_TOKEN_SECRET: GOOD_SECRET,
+        SERVICE_AUTH_TOKEN_SECRET_PREVIOUS: 'previous-sécret-value-of-enough-length-xyz',
+      },
+      'SERVICE_AUTH_TOKEN_SECRET_PREVIOUS',
+      'previous-sécret-value-of-enough-length-xyz',
+    ],
+    [
+      'production without an issuer',
+      {
+        SERVICE_ENVIRONMENT: 'production',
+        SERVICE_AUTH_TOKEN_SECRET: GOOD_SECRET,
+        SERVICE_AUTH_TOKEN_AUDIENCE: 'startup-api',
+        SERVICE_APPLICATION_TOKEN_AUDIENCE: 'startup-applications',
+      },
+      'SERVICE_AUTH_TOKEN_ISSUER',
+      GOOD_SECRET,
+    ],
+    [
+      'an application audience equal to the subject-rights audience',
+      {
+        SERVICE_AUTH_TOKEN_SECRET: GOOD_SECRET,
+        SERVICE_AUTH_TOKEN_AUDIENCE: 'startup-api',
+        SERVICE_APPLICATION_TOKEN_AUDIENCE: 'startup-api.subject-rights',
+      },
+      'SERVICE_APPLICATION_TOKEN_AUDIENCE',
+      GOOD_SECRET,
+    ],
+    [
+      'a trusted caller key under 32 characters',
+      { SERVICE_AUTH_TOKEN_SECRET: GOOD_SECRET, SERVICE_TRUSTED_CALLER_KEYS: 'caller-key-too-short-0987' },
+      'SERVICE_TRUSTED_CALLER_KEYS',
+      'caller-key-too-short-0987',
+    ],
+    [
+      'PostgreSQL without a signing secret',
+      { SERVICE_DATABASE_URL: 'postgres://user:database-password-4321@127.0.0.1:1/none' },
+      'SERVICE_AUTH_TOKEN_SECRET',
+      'database-password-4321',
+    ],
+  ];
+
+  for (const [refusal, settings, variable, secretText] of refusals) {
+    it(`refuses ${refusal}: non-zero exit, the variable named, the value absent`, async () => {
+      const started = startServer(settings);
+      const { code } = await started.exited;
+      expect(code).not.toBe(0);
+      expect(code).toBe(78);
+      expect(started.stderr()).toContain(`Configuration error: ${variable}`);
+      expect(started.stderr()).not.toContain(secretText);
+      expect(started.stdout()).not.toContain(secretText);
+      // Refused before anything was opened: no database file was made.
+      expect(() => statSync(join(directory, 'identity.db'))).toThrow();
+    });
+  }
+});
+
+describe('a good start', () => {
+  it('serves /api/healthcheck, logs warnings for unusable lifetimes, and exits 0 on SIGTERM', async () => {
+    const started = startServer({
+      SERVICE_AUTH_TOKEN_SECRET: GOOD_SECRET,
+      SERVICE_AUTH_TOKEN_EXPIRATION_IN_SECONDS: 'forever',
+    });
+    const port = await listeningPort(started);
+    const response = await fetch(`http://127.0.0.1:${port}/api/healthcheck`);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ status: 'Healthy' });
+
+    const output = started.stdout();
+    expect(output).toContain(
+      'SERVICE_AUTH_TOKEN_EXPIRATION_IN_SECONDS: the value \\"forever\\" is not usable (whole seconds from 1 to 31536000); using the default 3600.',
+    );
+    expect(output).toContain('Generated password (shown once)');
+    expect(output + started.stderr()).not.toContain(GOOD_SECRET);
+
+    started.child.kill('SIGTERM');
+    const { code } = await started.exited;
+    expect(code).toBe(0);
+    expect(started.stdout()).toContain('shutting down');
+  });
+
+  it('in development without a secret, keeps a generated one beside the SQLite file and reuses it; the admin is made once', async () => {
+    const first = startServer({});
+    await listeningPort(first);
+    first.child.kill('SIGTERM');
+    expect((await first.exited).code).toBe(0);
+    const secretFile = join(directory, 'token-secret');
+    const secret = readFileSync(secretFile, 'ascii');
+    expect(statSync(secretFile).mode & 0o777).toBe(0o600);
+    expect(first.stdout()).not.toContain(secret);
+    expect(first.stdout()).toContain('Generated password (shown once)');
+
+    const second = startServer({});
+    const port = await listeningPort(second);
+    expect((await fetch(`http://127.0.0.1:${port}/healthcheck`)).status).toBe(200);
+    second.child.kill('SIGTERM');
+    expect((await second.exited).code).toBe(0);
+    expect(readFileSync(secretFile, 'ascii')).toBe(secret);
+    // The System Admin made on the first start is still there: none is made or printed again.
+    expect(second.stdout()).not.toContain('Generated password');
+  });
+});

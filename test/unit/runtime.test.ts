@@ -1,0 +1,22 @@
+import { describe, expect, it } from 'vitest';
+import { assertNodeVersion, REQUIRED_NODE_MAJOR } from '../../src/runtime.ts';
+
+describe('assertNodeVersion', () => {
+  it('accepts the pinned major version', () => {
+    expect(() => assertNodeVersion(`${REQUIRED_NODE_MAJOR}.0.0`)).not.toThrow();
+    expect(() => assertNodeVersion(`${REQUIRED_NODE_MAJOR}.21.3`)).not.toThrow();
+  });
+
+  it('accepts the runtime the tests run on (the pinned one)', () => {
+    expect(() => assertNodeVersion()).not.toThrow();
+  });
+
+  it.each(['22.11.0', '23.9.0', '25.0.0', '2.4.0', 'garbage', ''])(
+    'refuses Node %s, naming both versions',
+    (version) => {
+      expect(() => assertNodeVersion(version)).toThrow(
+        `Portcullis needs Node ${REQUIRED_NODE_MAJOR} LTS; this is Node ${version}.`,
+      );
+    },
+  );
+});
