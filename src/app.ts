@@ -16,6 +16,8 @@ import { registerOpenApi } from './http/openapi.ts';
 import { registerRateLimits } from './http/rate-limits.ts';
 import { addCaseInsensitiveKeys, validatorCompiler } from './http/validation.ts';
 import { authRoutes } from './modules/auth/auth.routes.ts';
+import { findExtidpUserAuthState } from './modules/extidp/extidp.repository.ts';
+import { extidpRoutes } from './modules/extidp/extidp.routes.ts';
 import { healthRoutes } from './modules/health/health.routes.ts';
 import { findPersonAuthState } from './modules/persons/persons.repository.ts';
 import { scopeRoutes } from './modules/scopes/scopes.routes.ts';
@@ -97,8 +99,8 @@ export async function buildApp(dependencies: AppDependencies): Promise<App> {
 
   const identityResolvers: IdentityResolvers = {
     person: async (db, id) => findPersonAuthState(db, id),
-    // External-provider users arrive with their own module; until then no such token is valid.
-    extidpUser: async () => null,
+    // External-provider users carry no security stamp: deletion and restriction still apply.
+    extidpUser: async (db, id) => findExtidpUserAuthState(db, id),
   };
   const authenticate = createAuthenticator(services.tokens, services.db, identityResolvers);
   const chargeRateLimits = await registerRateLimits(app, {
@@ -121,6 +123,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<App> {
     healthRoutes(api, services);
     authRoutes(api, services);
     scopeRoutes(api, services);
+    extidpRoutes(api, services);
   });
   return app;
 }

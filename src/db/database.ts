@@ -68,11 +68,35 @@ export interface AuditEntriesTable {
   recorded_at: IsoTime;
 }
 
+export interface ExtidpUsersTable {
+  id: string;
+  scope_id: string;
+  /** The provider's issuer and its subject identifier: together they name the external account. */
+  issuer: string;
+  subject: string;
+  name: string;
+  email: string;
+  /** Trimmed and lower-cased: compared with the scope's Users' addresses (DECISIONS §6). */
+  email_normalized: string;
+  email_verified: Flag;
+  picture_url: string | null;
+  last_signed_in_at: IsoTime | null;
+  last_signed_out_at: IsoTime | null;
+  restricted_at: IsoTime | null;
+  restriction_ground: string | null;
+  erasure_requested_at: IsoTime | null;
+  deleted_at: IsoTime | null;
+  anonymised_at: IsoTime | null;
+  created_at: IsoTime;
+  updated_at: IsoTime;
+}
+
 export interface Database {
   persons: PersonsTable;
   scopes: ScopesTable;
   scope_owners: ScopeOwnersTable;
   audit_entries: AuditEntriesTable;
+  extidp_users: ExtidpUsersTable;
 }
 
 export type Db = Kysely<Database>;
@@ -86,5 +110,6 @@ export type NewPerson = Insertable<PersonsTable>;
 export type PersonUpdate = Updateable<PersonsTable>;
 export type ScopeRow = Selectable<ScopesTable>;
 export type AuditEntryRow = Selectable<AuditEntriesTable>;
+export type ExtidpUserRow = Selectable<ExtidpUsersTable>;
 
 export const toFlag = (value: boolean): Flag => (value ? 1 : 0);

@@ -42,6 +42,8 @@ export const MESSAGE_STATUS = {
   'You are not allowed to view this external-provider user.': 403,
   'You cannot delete your own person record.': 403,
   'Extidp sign-up requires a verified email address.': 403,
+  // One answer for a missing, deleted or extidp-disabled scope, so the three are not told apart.
+  'Extidp sign-in is not available for this scope.': 403,
   // 404
   'Not found.': 404,
   'Scope not found.': 404,
