@@ -63,7 +63,8 @@ export async function getExtidpUserFor(
     (caller.role === Role.ScopeAdmin &&
       caller.kind === 'person' &&
       (await isScopeOwner(db, address.scopeId, caller.id)));
-  if (!isSelf && !isAdministrator) throw new Refusal('You are not allowed to view this external-provider user.');
+  if (!isSelf && !isAdministrator)
+    throw new Refusal('You are not allowed to view this external-provider user.');
   const row = await findExtidpUserInScope(db, address.scopeId, address.id, includeDeleted && isAdministrator);
   if (row === undefined) throw new Refusal('External-provider user not found.');
   return toExtidpUser(row);
