@@ -113,6 +113,19 @@ export class TestIdentityProvider {
     return key;
   }
 
+  /**
+   * Publishes an extra key without making it the signing key. `announceAlgorithm: false`
+   * leaves `alg` out of its JWK, as some providers do, so only the verifier's own algorithm
+   * list stands between it and a token of another RSA algorithm.
+   */
+  async publishKey(options: { announceAlgorithm?: boolean } = {}): Promise<ProviderKey> {
+    const key = await createProviderKey();
+    const { alg: _alg, ...withoutAlgorithm } = key.publicJwk;
+    const published = options.announceAlgorithm === false ? { ...key, publicJwk: withoutAlgorithm } : key;
+    this.#published = [...this.#published, published];
+    return published;
+  }
+
   async idToken(options: IdTokenOptions = {}): Promise<string> {
     const key = options.key ?? this.#current;
     const issuedAt = Math.floor((options.issuedAt ?? new Date()).getTime() / 1000);

@@ -186,6 +186,24 @@ for (const dialect of DIALECTS) {
       expect(provider.requestsTo('/jwks') - jwksBefore).toBe(2);
     });
 
+    it('accepts only RS256, even from a published key whose JWK names no algorithm', async () => {
+      const bareKey = await provider.publishKey({ announceAlgorithm: false });
+      const { test, scopeId } = await appWith(provider.environment());
+      const genuine = await signInWithExtidp(test, {
+        idToken: await idTokenNow(test, provider, { key: bareKey }),
+        scopeId,
+      });
+      expect(genuine.status).toBe(200);
+      for (const algorithm of ['PS256', 'RS384'] as const) {
+        const response = await signInWithExtidp(test, {
+          idToken: await idTokenNow(test, provider, { key: bareKey, algorithm }),
+          scopeId,
+        });
+        expect(response.status).toBe(401);
+        expect(response.body).toEqual(refusal(FAILED));
+      }
+    });
+
     it('uses SERVICE_EXTIDP_JWKS_URL when set, without discovery', async () => {
       const { test, scopeId } = await appWith({
         ...provider.environment(),
