@@ -424,6 +424,24 @@ for (const dialect of DIALECTS) {
       });
     });
 
+    it('publishes the six extidp operations in the OpenAPI document', async () => {
+      const response = await test.request({ method: 'GET', url: '/openapi.json' });
+      expect(response.status).toBe(200);
+      const operationIds = Object.values(
+        response.body.paths as Record<string, Record<string, { operationId?: string }>>,
+      ).flatMap((path) => Object.values(path).map((operation) => operation.operationId));
+      expect(operationIds).toEqual(
+        expect.arrayContaining([
+          'Auth_ExtidpSignIn',
+          'Auth_ExtidpSignOut',
+          'ExtidpUser_List',
+          'ExtidpUser_Get',
+          'ExtidpUser_Delete',
+          'ExtidpUser_HardDelete',
+        ]),
+      );
+    });
+
     describe('scope deletion', () => {
       it('takes the scope’s external-provider users with a logical delete, and removes them with a hard delete', async () => {
         const doomed = (await createScope(test, [owner.id], { extidp_signin_enabled: 1 })).id;
