@@ -38,10 +38,5 @@ export const extidp: Migration = {
       .on('extidp_users')
       .columns(['scope_id', 'name', 'id'])
       .execute();
-    await db.schema
-      .createIndex('extidp_users_scope_email')
-      .on('extidp_users')
-      .columns(['scope_id', 'email_normalized'])
-      .execute();
   },
 };
