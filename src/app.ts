@@ -22,6 +22,8 @@ import { applicationRoutes } from './modules/applications/applications.routes.ts
 import { credentialRoutes } from './modules/applications/credentials.routes.ts';
 import { accountEmailRoutes } from './modules/account-email/account-email.routes.ts';
 import { authRoutes } from './modules/auth/auth.routes.ts';
+import { findExtidpUserAuthState } from './modules/extidp/extidp.repository.ts';
+import { extidpRoutes } from './modules/extidp/extidp.routes.ts';
 import { healthRoutes } from './modules/health/health.routes.ts';
 import { permissionRoutes } from './modules/permissions/permissions.routes.ts';
 import { findPersonAuthState } from './modules/persons/persons.repository.ts';
@@ -112,8 +114,8 @@ export async function buildApp(dependencies: AppDependencies): Promise<App> {
 
   const identityResolvers: IdentityResolvers = {
     person: async (db, id) => findPersonAuthState(db, id),
-    // External-provider users arrive with their own module; until then no such token is valid.
-    extidpUser: async () => null,
+    // External-provider users carry no security stamp: deletion and restriction still apply.
+    extidpUser: async (db, id) => findExtidpUserAuthState(db, id),
   };
   const authenticate = createAuthenticator(services.tokens, services.db, identityResolvers);
   const chargeRateLimits = await registerRateLimits(app, {
@@ -143,6 +145,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<App> {
     permissionRoutes(api, services);
     accountEmailRoutes(api, services);
     personRoutes(api, services);
+    extidpRoutes(api, services);
   });
   return app;
 }

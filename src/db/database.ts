@@ -131,6 +131,27 @@ export interface AccountEmailBudgetsTable {
   last_sent_at: IsoTime;
   window_started_at: IsoTime;
   window_count: number;
+export interface ExtidpUsersTable {
+  id: string;
+  scope_id: string;
+  /** The provider's issuer and its subject identifier: together they name the external account. */
+  issuer: string;
+  subject: string;
+  name: string;
+  email: string;
+  /** Trimmed and lower-cased: compared with the scope's Users' addresses (DECISIONS §6). */
+  email_normalized: string;
+  email_verified: Flag;
+  picture_url: string | null;
+  last_signed_in_at: IsoTime | null;
+  last_signed_out_at: IsoTime | null;
+  restricted_at: IsoTime | null;
+  restriction_ground: string | null;
+  erasure_requested_at: IsoTime | null;
+  deleted_at: IsoTime | null;
+  anonymised_at: IsoTime | null;
+  created_at: IsoTime;
+  updated_at: IsoTime;
 }
 
 export interface Database {
@@ -143,6 +164,7 @@ export interface Database {
   scope_permissions: ScopePermissionsTable;
   email_links: EmailLinksTable;
   account_email_budgets: AccountEmailBudgetsTable;
+  extidp_users: ExtidpUsersTable;
 }
 
 export type Db = Kysely<Database>;
@@ -160,5 +182,6 @@ export type ApplicationRow = Selectable<ApplicationsTable>;
 export type ApplicationCredentialRow = Selectable<ApplicationCredentialsTable>;
 export type ScopePermissionRow = Selectable<ScopePermissionsTable>;
 export type EmailLinkRow = Selectable<EmailLinksTable>;
+export type ExtidpUserRow = Selectable<ExtidpUsersTable>;
 
 export const toFlag = (value: boolean): Flag => (value ? 1 : 0);

@@ -51,6 +51,8 @@ export const MESSAGE_STATUS = {
   'You are not allowed to delete this person.': 403,
   'Only a System Admin may change a role.': 403,
   'Extidp sign-up requires a verified email address.': 403,
+  // One answer for a missing, deleted or extidp-disabled scope, so the three are not told apart.
+  'Extidp sign-in is not available for this scope.': 403,
   // 404
   'Not found.': 404,
   'Scope not found.': 404,

@@ -2,6 +2,7 @@ import { foundation } from './0001-foundation.ts';
 import { persons } from './0002-persons.ts';
 import { accountEmail } from './0003-account-email.ts';
 import { applications } from './0004-applications.ts';
+import { extidp } from './0005-extidp.ts';
 import { auditIndexes } from './0006-audit-indexes.ts';
 import type { Migration } from './migration.ts';
 
@@ -11,5 +12,6 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0002-persons': persons,
   '0003-account-email': accountEmail,
   '0004-applications': applications,
+  '0005-extidp': extidp,
   '0006-audit-indexes': auditIndexes,
 };

@@ -5,6 +5,7 @@ import { Role, type ScopeRow, type Tx, toFlag } from '../../db/database.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { Caller } from '../../http/access.ts';
 import { Refusal } from '../../http/messages.ts';
+import { markExtidpUsersOfScopeDeleted } from '../extidp/extidp.repository.ts';
 import { isLivePersonWithRole } from '../persons/persons.repository.ts';
 import { requireManageableScope } from './scope-access.ts';
 import { findScope } from './scopes.repository.ts';
@@ -125,6 +126,7 @@ async function cascadeScopeDeletion(context: ExecuteContext, scopeId: string): P
     .where('scope_id', '=', scopeId)
     .where('deleted_at', 'is', null)
     .execute();
+  await markExtidpUsersOfScopeDeleted(context.tx, scopeId, context.now);
 }
 
 /**
