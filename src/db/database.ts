@@ -131,6 +131,8 @@ export interface AccountEmailBudgetsTable {
   last_sent_at: IsoTime;
   window_started_at: IsoTime;
   window_count: number;
+}
+
 export interface ExtidpUsersTable {
   id: string;
   scope_id: string;
