@@ -21,6 +21,7 @@ import { applicationTokenRoutes } from './modules/applications/application-token
 import { applicationRoutes } from './modules/applications/applications.routes.ts';
 import { credentialRoutes } from './modules/applications/credentials.routes.ts';
 import { accountEmailRoutes } from './modules/account-email/account-email.routes.ts';
+import { accountEmailPersonEvents } from './modules/account-email/person-events.ts';
 import { authRoutes } from './modules/auth/auth.routes.ts';
 import { findExtidpUserAuthState } from './modules/extidp/extidp.repository.ts';
 import { extidpRoutes } from './modules/extidp/extidp.routes.ts';
@@ -144,7 +145,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<App> {
     applicationTokenRoutes(api, services);
     permissionRoutes(api, services);
     accountEmailRoutes(api, services);
-    personRoutes(api, services);
+    personRoutes(api, services, accountEmailPersonEvents(services));
     extidpRoutes(api, services);
   });
   return app;

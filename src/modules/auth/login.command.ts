@@ -5,6 +5,7 @@ import { type PersonRow, Role, type Tx } from '../../db/database.ts';
 import { Refusal } from '../../http/messages.ts';
 import { normalizeEmail } from '../persons/person-rules.ts';
 import { findPersonByEmailForSignIn } from '../persons/persons.repository.ts';
+import { claimedPermissionNames } from '../permissions/permissions.repository.ts';
 import { isLiveScope } from '../scopes/scopes.repository.ts';
 import type { LoginBody, SignInResult } from './auth.schemas.ts';
 
@@ -70,7 +71,12 @@ export function loginCommand(passwords: PasswordHasher, tokens: TokenService) {
         .returningAll()
         .executeTakeFirst();
       if (signedIn === undefined) return new Refusal(INVALID_CREDENTIALS);
-      return signInAnswer(tokens, signedIn);
+      // A User's token names the flagged permissions of their scope; administrators' carry none.
+      const permissions =
+        signedIn.role === Role.User && signedIn.scope_id !== null
+          ? await claimedPermissionNames(context.tx, signedIn.scope_id)
+          : [];
+      return signInAnswer(tokens, signedIn, permissions);
     },
   });
 }
@@ -109,13 +115,14 @@ async function signInAllowed(db: Parameters<typeof isLiveScope>[0], person: Pers
   return person.scope_id !== null && (await isLiveScope(db, person.scope_id));
 }
 
-function signInAnswer(tokens: TokenService, person: PersonRow): SignInResult {
+function signInAnswer(tokens: TokenService, person: PersonRow, permissions: readonly string[]): SignInResult {
   const identity = {
     sub: person.id,
     role: person.role,
     kind: 'person' as const,
     sst: person.security_stamp,
     ...(person.role === Role.User && person.scope_id !== null ? { scopeId: person.scope_id } : {}),
+    ...(permissions.length > 0 ? { permissions } : {}),
   };
   const restricted = person.restricted_at !== null;
   // A restricted person still signs in, but only to exercise their rights (spec §States).

@@ -1,12 +1,13 @@
 import { defineCommand, type ExecuteContext } from '../../audit/command-runner.ts';
 import { newId } from '../../crypto/secrets.ts';
 import type { IdentityClaims, TokenService } from '../../crypto/tokens.ts';
-import { type ExtidpUserRow, Role, toFlag } from '../../db/database.ts';
+import { type ExtidpUserRow, Role, toFlag, type Tx } from '../../db/database.ts';
 import type { Caller } from '../../http/access.ts';
 import { Refusal } from '../../http/messages.ts';
 import type { SignInResult } from '../auth/auth.schemas.ts';
 import { normalizeEmail } from '../persons/person-rules.ts';
 import { findPersonByEmailForSignIn } from '../persons/persons.repository.ts';
+import { claimedPermissionNames } from '../permissions/permissions.repository.ts';
 import { requireManageableScope } from '../scopes/scope-access.ts';
 import { findScope } from '../scopes/scopes.repository.ts';
 import type { ExtidpTokenVerifier, VerifiedIdToken } from './extidp-token-verifier.ts';
@@ -72,7 +73,7 @@ export function extidpSignInCommand(verifier: ExtidpTokenVerifier, tokens: Token
         const created = newUserRow(context, scopeId, token, token.email);
         if (await insertExtidpUserIfAbsent(tx, created)) {
           context.setTarget(created.id);
-          return signInAnswer(tokens, created);
+          return signInAnswer(tx, tokens, created);
         }
         // Another first sign-in of the same account won the race: sign in to its row.
         user = await findExtidpUserByAccount(tx, account);
@@ -119,7 +120,7 @@ async function signInExisting(
     last_signed_in_at: refreshed.last_signed_in_at,
     updated_at: refreshed.updated_at,
   });
-  return signInAnswer(tokens, refreshed);
+  return signInAnswer(context.tx, tokens, refreshed);
 }
 
 /** DECISIONS §6: an external-provider user's address may not equal a live User's of the scope. */
@@ -155,13 +156,16 @@ function newUserRow(
   };
 }
 
-function signInAnswer(tokens: TokenService, user: ExtidpUserRow): SignInResult {
+async function signInAnswer(tx: Tx, tokens: TokenService, user: ExtidpUserRow): Promise<SignInResult> {
+  // The flagged permissions of the scope travel in the token (spec What the service does 7).
+  const permissions = await claimedPermissionNames(tx, user.scope_id);
   // No security stamp: external-provider user tokens carry none (spec §Authentication 4).
   const identity: IdentityClaims = {
     sub: user.id,
     role: Role.User,
     kind: 'extidpUser',
     scopeId: user.scope_id,
+    ...(permissions.length > 0 ? { permissions } : {}),
   };
   const restricted = user.restricted_at !== null;
   // A restricted user still signs in, but only to exercise their rights (spec §States).
