@@ -1,5 +1,5 @@
 import { type Static, Type } from 'typebox';
-import { ANONYMOUS, SYSTEM_ADMIN } from '../../http/access.ts';
+import { ANONYMOUS, SYSTEM_ADMIN_HEALTH_REPORT } from '../../http/access.ts';
 import { responses } from '../../http/route-schema.ts';
 import type { App, Services } from '../../services.ts';
 
@@ -42,7 +42,7 @@ export function healthRoutes(app: App, services: Services): void {
     app.get(
       `${prefix}/healthcheck/detailed`,
       {
-        config: { access: SYSTEM_ADMIN },
+        config: { access: SYSTEM_ADMIN_HEALTH_REPORT },
         schema: {
           hide,
           tags: ['Health'],
