@@ -52,6 +52,8 @@ export interface TestAppOptions {
   readonly env?: Env;
   /** Use Redis for rate-limit counters when the run provides one (TEST_REDIS_URL). */
   readonly redis?: boolean;
+  /** Share rate-limit counters with another test app (with Redis: two instances, one store). */
+  readonly rateLimitNamespace?: string;
 }
 
 /** The whole service on a fresh database of the dialect, with a movable clock. */
@@ -65,7 +67,7 @@ export async function buildTestApp(dialect: Dialect, options: TestAppOptions = {
     database: database.handle,
     clock,
     redis,
-    rateLimitNamespace: `portcullis-test:${randomBytes(6).toString('hex')}:`,
+    rateLimitNamespace: options.rateLimitNamespace ?? newRateLimitNamespace(),
   });
   await app.ready();
   return {
@@ -83,6 +85,9 @@ export async function buildTestApp(dialect: Dialect, options: TestAppOptions = {
     },
   };
 }
+
+/** A rate-limit key prefix no other test app uses. */
+export const newRateLimitNamespace = (): string => `portcullis-test:${randomBytes(6).toString('hex')}:`;
 
 async function send(app: App, options: RequestOptions): Promise<TestResponse> {
   const headers: Record<string, string> = { ...options.headers };
