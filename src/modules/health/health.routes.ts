@@ -34,7 +34,8 @@ export function healthRoutes(app: App, services: Services): void {
           tags: ['Health'],
           operationId: 'Health_Live',
           summary: 'Liveness',
-          response: { 200: LivenessReport },
+          // Any route can fail unexpectedly; its 500 is the failure envelope, like everywhere else.
+          response: responses(LivenessReport, []),
         },
       },
       async () => ({ status: 'Healthy' as const }),
