@@ -13,6 +13,7 @@ const BUDGET = 10;
 const TOO_MANY = { data: null, messages: [], errors: ['Too many requests.'], success: false };
 const TRUSTED_PROXY = '10.0.0.1';
 const TRUSTED_PROXY_NETWORK = '172.16.0.0/12';
+const TRUSTED_IPV6_PROXY_NETWORK = 'fd00::/8';
 const CALLER_KEY = 'trusted-caller-key-number-one-0123456789';
 const NEXT_CALLER_KEY = 'trusted-caller-key-number-two-0123456789';
 
@@ -61,7 +62,7 @@ for (const dialect of DIALECTS) {
     beforeAll(async () => {
       test = await buildTestApp(dialect, {
         env: {
-          SERVICE_TRUSTED_PROXIES: `${TRUSTED_PROXY}, ${TRUSTED_PROXY_NETWORK}`,
+          SERVICE_TRUSTED_PROXIES: `${TRUSTED_PROXY}, ${TRUSTED_PROXY_NETWORK} ${TRUSTED_IPV6_PROXY_NETWORK}`,
           SERVICE_TRUSTED_CALLER_KEYS: `${CALLER_KEY},${NEXT_CALLER_KEY}`,
         },
       });
@@ -247,6 +248,25 @@ for (const dialect of DIALECTS) {
         expectRefused(await attemptLogin(test, { remoteAddress: '2001:db8:1:1ff:ffff:ffff:ffff:ffff' }));
         expectServed(await attemptLogin(test, { remoteAddress: '2001:db8:1:200::1' }));
         expectServed(await attemptLogin(test, { remoteAddress: '2001:db8:1:ff::1' }));
+      });
+
+      it('groups an IPv6 client forwarded by a trusted IPv6 proxy by its /56', async () => {
+        await spendBudget(test, (index) => ({
+          remoteAddress: 'fd12:3456::1',
+          headers: { 'x-forwarded-for': `2001:db8:77:4${index}0::1` },
+        }));
+        expectRefused(
+          await attemptLogin(test, {
+            remoteAddress: 'fd99::2',
+            headers: { 'x-forwarded-for': '2001:db8:77:4ff::9' },
+          }),
+        );
+        expectServed(
+          await attemptLogin(test, {
+            remoteAddress: 'fd99::2',
+            headers: { 'x-forwarded-for': '2001:db8:77:500::9' },
+          }),
+        );
       });
 
       it('counts an IPv4-mapped IPv6 connection as its IPv4 address', async () => {
