@@ -109,6 +109,9 @@ export async function buildApp(dependencies: AppDependencies): Promise<App> {
   installErrorHandling(app, config.exposeDiagnostics);
   await app.register(cors, {
     origin: config.network.corsAllowedOrigins.length === 0 ? false : [...config.network.corsAllowedOrigins],
+    // @fastify/cors allows only GET, HEAD and POST by default; the API also updates with PUT and
+    // deletes with DELETE, which browsers would otherwise refuse after the preflight.
+    methods: ['GET', 'HEAD', 'POST', 'PUT', 'DELETE'],
     exposedHeaders: ['Retry-After'],
   });
   await registerOpenApi(app);

@@ -101,7 +101,10 @@ export class TokenService {
   }
 
   issueFullToken(identity: IdentityClaims): IssuedToken {
-    return this.#issue(this.#auth.audience, this.#auth.tokenLifetimeSeconds, identity);
+    // DECISIONS §7: `permissions` is omitted when empty, so consumers see no claim, not [].
+    const { permissions, ...rest } = identity;
+    const claims = permissions === undefined || permissions.length === 0 ? rest : identity;
+    return this.#issue(this.#auth.audience, this.#auth.tokenLifetimeSeconds, claims);
   }
 
   /** A restricted identity's token: valid only at the four subject-rights endpoints; no scope. */

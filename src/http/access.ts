@@ -11,13 +11,29 @@ import { Refusal } from './messages.ts';
  *   subject-rights-only token and a restricted identity.
  * Ownership of the addressed scope or application is data, so handlers confirm it.
  */
-export type Access = 'anonymous' | { readonly roles?: readonly Role[]; readonly subjectRights?: boolean };
+export type Access =
+  | 'anonymous'
+  | {
+      readonly roles?: readonly Role[];
+      readonly subjectRights?: boolean;
+      /**
+       * Only for a report whose purpose is to say that storage is down (the detailed health
+       * check): when the identity cannot be read, admit a full token on the role it was signed
+       * with instead of failing with 500. Revocation and deletion cannot be checked then.
+       */
+      readonly signedRoleWhenStorageIsDown?: boolean;
+    };
 
 export const ANONYMOUS: Access = 'anonymous';
 export const ANY_AUTHENTICATED: Access = {};
 export const SYSTEM_ADMIN: Access = { roles: [Role.SystemAdmin] };
 export const ADMINISTRATORS: Access = { roles: [Role.SystemAdmin, Role.ScopeAdmin] };
 export const SUBJECT_RIGHTS: Access = { subjectRights: true };
+/** The detailed health report: System Admins, and still answerable while the database is down. */
+export const SYSTEM_ADMIN_HEALTH_REPORT: Access = {
+  roles: [Role.SystemAdmin],
+  signedRoleWhenStorageIsDown: true,
+};
 
 /** The authenticated identity of a request, read from its token and confirmed against storage. */
 export interface Caller {

@@ -44,7 +44,32 @@ export function createAuthenticator(tokens: TokenService, db: Db, resolvers: Ide
     }
 
     const { claims } = bearer;
-    const identity = await resolvers[claims.kind](db, claims.sub);
+    let identity: IdentityState | null;
+    try {
+      identity = await resolvers[claims.kind](db, claims.sub);
+    } catch (error) {
+      // The detailed health report must be able to say "the database is down", which is exactly
+      // when the identity cannot be read. There alone, a token whose signature, issuer, audience
+      // and lifetime were verified is admitted on its signed role; what it reveals is only which
+      // dependencies are down. Everywhere else a storage failure stays a 500.
+      if (access.signedRoleWhenStorageIsDown !== true || bearer.kind !== 'full') throw error;
+      if (access.roles !== undefined && !access.roles.includes(claims.role)) {
+        throw new Refusal('You do not have permission to access this resource.');
+      }
+      request.log.warn(
+        { err: error },
+        'identity unreadable; admitted on the signed role for the health report',
+      );
+      request.caller = {
+        id: claims.sub,
+        kind: claims.kind,
+        role: claims.role,
+        scopeId: claims.scopeId ?? null,
+        tokenKind: 'full',
+        restricted: false,
+      } satisfies Caller;
+      return;
+    }
     if (identity === null) throw new Refusal('This token is no longer valid. Sign in again.');
     // A missing or outdated stamp means the token predates a password reset, an email change
     // or a two-factor change: refused everywhere (spec §Authentication 4).

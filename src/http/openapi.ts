@@ -22,7 +22,15 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
           'Scope-based multi-tenant identity management. Every answer is a DataOutput or PaginatedOutput envelope; the status comes from the message.',
       },
       components: {
-        securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
+        securitySchemes: {
+          bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'A person token.' },
+          applicationBearer: {
+            type: 'http',
+            scheme: 'bearer',
+            bearerFormat: 'JWT',
+            description: 'An application token from POST /api/applications/token.',
+          },
+        },
       },
     },
     transformObject: (documentObject) =>

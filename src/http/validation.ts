@@ -23,6 +23,7 @@ interface SchemaNode {
   anyOf?: SchemaNode[];
   properties?: Record<string, SchemaNode>;
   items?: SchemaNode;
+  format?: string;
   errorMessage?: string;
 }
 
@@ -54,6 +55,9 @@ function bindingError(
     if (error.keyword === 'required') continue;
     const node = schemaAt(schema, error.instancePath);
     if (node !== undefined && !fitsSomeType(node, valueAt(value, error.instancePath))) return malformed;
+    // An id that is not a GUID is a wrong-typed value too (spec: "a non-GUID id"), in the body as
+    // in the path, not a field message.
+    if (error.keyword === 'format' && node !== undefined && isGuidNode(node)) return malformed;
   }
   const required = errors.find((error) => error.keyword === 'required');
   if (required !== undefined) {
@@ -75,6 +79,10 @@ const STRUCTURAL_KEYWORDS = new Set(['anyOf', 'oneOf', 'type']);
 function messageOf(node: SchemaNode | undefined): string | undefined {
   if (node === undefined) return undefined;
   return node.errorMessage ?? node.anyOf?.map(messageOf).find((message) => message !== undefined);
+}
+
+function isGuidNode(node: SchemaNode): boolean {
+  return node.format === 'uuid' || (node.anyOf?.some(isGuidNode) ?? false);
 }
 
 function valueAt(value: unknown, instancePath: string): unknown {

@@ -54,6 +54,8 @@ export interface TestAppOptions {
   readonly redis?: boolean;
   /** Fastify's logger option (default: no logging); tests that read the log pass a stream. */
   readonly logger?: FastifyServerOptions['logger'];
+  /** Share rate-limit counters with another test app (with Redis: two instances, one store). */
+  readonly rateLimitNamespace?: string;
 }
 
 /** The whole service on a fresh database of the dialect, with a movable clock. */
@@ -68,7 +70,7 @@ export async function buildTestApp(dialect: Dialect, options: TestAppOptions = {
     clock,
     redis,
     ...(options.logger === undefined ? {} : { logger: options.logger }),
-    rateLimitNamespace: `portcullis-test:${randomBytes(6).toString('hex')}:`,
+    rateLimitNamespace: options.rateLimitNamespace ?? newRateLimitNamespace(),
   });
   await app.ready();
   return {
@@ -86,6 +88,9 @@ export async function buildTestApp(dialect: Dialect, options: TestAppOptions = {
     },
   };
 }
+
+/** A rate-limit key prefix no other test app uses. */
+export const newRateLimitNamespace = (): string => `portcullis-test:${randomBytes(6).toString('hex')}:`;
 
 async function send(app: App, options: RequestOptions): Promise<TestResponse> {
   const headers: Record<string, string> = { ...options.headers };

@@ -40,7 +40,7 @@ export function applicationTokenRoutes(app: App, { commands, db, tokens, clock }
       config: { access: ANONYMOUS },
       schema: {
         tags,
-        security: [{ bearer: [] }],
+        security: [{ applicationBearer: [] }],
         operationId: 'ApplicationToken_Self',
         summary: 'Check an application token live: its application, scope and credential',
         response: responses(ApplicationSelfOutput, [401]),
