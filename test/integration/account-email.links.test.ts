@@ -232,7 +232,7 @@ for (const dialect of DIALECTS) {
         expect(await personRow(test, person.id)).toEqual(afterReset);
       });
 
-      it('checks the new password’s length without spending the link', async () => {
+      it('checks the new password’s length and commonness without spending the link', async () => {
         const person = await createScopeAdmin(test);
         const token = await resetLinkFor(person);
         const before = await personRow(test, person.id);
@@ -245,6 +245,11 @@ for (const dialect of DIALECTS) {
           await post(test, '/api/auth/password-reset', { token, newPassword: 'p'.repeat(257) }),
           400,
           'Password must be at most 256 characters.',
+        );
+        expectRefusal(
+          await post(test, '/api/auth/password-reset', { token, newPassword: 'Password' }),
+          400,
+          'Password is too common.',
         );
         expectRefusal(
           await post(test, '/api/auth/password-reset', { token }),

@@ -25,16 +25,12 @@ import {
   spendLink,
 } from './account-email.repository.ts';
 import type { PasswordRecoveryBody, PasswordResetBody, VerifyEmailBody } from './account-email.schemas.ts';
+import { passwordProblem } from '../../crypto/password-rules.ts';
 
-/** DECISIONS §3 and §7: 8 to 256 characters, no composition rules. */
-export const PASSWORD_MINIMUM_LENGTH = 8;
-export const PASSWORD_MAXIMUM_LENGTH = 256;
-
+/** The password rules of DECISIONS §7 (length, and not among the most common passwords). */
 function checkNewPassword(password: string): void {
-  // Counted in code points, so a password of emoji is measured as a person would count it.
-  const length = [...password].length;
-  if (length < PASSWORD_MINIMUM_LENGTH) throw new Refusal('Password must be at least 8 characters.');
-  if (length > PASSWORD_MAXIMUM_LENGTH) throw new Refusal('Password must be at most 256 characters.');
+  const problem = passwordProblem(password);
+  if (problem !== null) throw new Refusal(problem);
 }
 
 export type VerifyEmailOutcome = { readonly alreadyVerified: boolean };
