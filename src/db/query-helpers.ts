@@ -1,5 +1,8 @@
 import { type Expression, type SqlBool, sql } from 'kysely';
 
+/** The form stored in *_normalized columns: trimmed and lower-cased (case-insensitive names). */
+export const normalizeText = (text: string): string => text.trim().toLowerCase();
+
 /**
  * A case-insensitive substring match against a column that already holds lower-cased text
  * (the *_normalized columns): `%`, `_` and `\` in the filter match themselves.

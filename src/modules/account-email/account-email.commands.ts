@@ -17,7 +17,6 @@ import {
   readLink,
 } from './account-email.links.ts';
 import {
-  findPersonById,
   latestLinkIssuedAt,
   markEmailVerified,
   retireOutstandingLinks,
@@ -26,6 +25,7 @@ import {
 } from './account-email.repository.ts';
 import type { PasswordRecoveryBody, PasswordResetBody, VerifyEmailBody } from './account-email.schemas.ts';
 import { passwordProblem } from '../../crypto/password-rules.ts';
+import { findPerson } from '../persons/persons.repository.ts';
 
 /** The password rules of DECISIONS §7 (length, and not among the most common passwords). */
 function checkNewPassword(password: string): void {
@@ -103,7 +103,7 @@ export function resendVerificationCommand(dependencies: AccountEmailDependencies
     name: 'ResendVerificationCommand',
     async execute(context, caller: Caller): Promise<null | Refusal> {
       context.setTarget(caller.id);
-      const person = caller.kind === 'person' ? await findPersonById(context.tx, caller.id) : undefined;
+      const person = caller.kind === 'person' ? await findPerson(context.tx, caller.id, true) : undefined;
       if (person === undefined || !(await mayUseAccountLinks(context.tx, person))) {
         return new Refusal('Person not found.');
       }
@@ -157,7 +157,7 @@ async function requireMailablePerson(
 ): Promise<PersonRow> {
   const { tx } = context;
   context.setTarget(input.personId);
-  const person = await findPersonById(tx, input.personId);
+  const person = await findPerson(tx, input.personId, true);
   if (!isSystemAdmin(input.caller)) {
     // A Scope Admin reaches only the Users of scopes they own; anyone else is refused alike,
     // whether or not the person exists.

@@ -20,11 +20,11 @@ import { Refusal } from '../../http/messages.ts';
 import { normalizeEmail } from '../persons/person-rules.ts';
 import {
   findEmailLinkByTokenHash,
-  findPersonById,
   findScopeLinkSettings,
   insertEmailLink,
   retireOutstandingLinks,
 } from './account-email.repository.ts';
+import { findPerson } from '../persons/persons.repository.ts';
 
 /** Link lifetimes (DECISIONS §7): verification 24 hours, password reset 1 hour. */
 export const LINK_LIFETIME_SECONDS: Readonly<Record<EmailLinkKind, number>> = {
@@ -166,7 +166,7 @@ export async function readLink(
   if (link === undefined || link.kind !== kind) return null;
   if (link.spent_at !== null || link.retired_at !== null) throw new Refusal('Token already used.');
   if (link.expires_at <= now) throw new Refusal('Token expired.');
-  const person = await findPersonById(db, link.person_id);
+  const person = await findPerson(db, link.person_id, true);
   if (person === undefined || !(await mayUseAccountLinks(db, person))) throw new Refusal('Invalid token.');
   // Defence in depth: links are retired on an address change, and a link never acts on an
   // address it was not mailed to.

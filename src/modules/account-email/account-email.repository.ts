@@ -1,4 +1,4 @@
-import type { DbOrTx, EmailLinkKind, EmailLinkRow, PersonRow, Tx } from '../../db/database.ts';
+import type { DbOrTx, EmailLinkKind, EmailLinkRow, Tx } from '../../db/database.ts';
 
 /** SQL of the account-email module: links and the account-email budget. Kysely only. */
 
@@ -61,10 +61,6 @@ export async function latestLinkIssuedAt(
     .limit(1)
     .executeTakeFirst();
   return row?.created_at ?? null;
-}
-
-export async function findPersonById(db: DbOrTx, id: string): Promise<PersonRow | undefined> {
-  return db.selectFrom('persons').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
 /** The scope's own link bases (they replace the global ones for its Users), or null when gone. */

@@ -8,9 +8,9 @@ import { requireManageableScope } from '../scopes/scope-access.ts';
 import { findScope, isScopeOwner } from '../scopes/scopes.repository.ts';
 import { requireManageableApplication } from './application-access.ts';
 import type { ApplicationBody } from './applications.schemas.ts';
+import { normalizeText } from '../../db/query-helpers.ts';
 
 const OWNER_ROLES = [Role.SystemAdmin, Role.ScopeAdmin];
-const normalizeName = (name: string): string => name.trim().toLowerCase();
 
 /**
  * Spec §What the service does 5: an application's owner is a live Scope Admin or System Admin
@@ -45,7 +45,7 @@ export const createApplication = defineCommand({
       scope_id: scope.id,
       owner_id: input.body.ownerId,
       name: input.body.name.trim(),
-      name_normalized: normalizeName(input.body.name),
+      name_normalized: normalizeText(input.body.name),
       deleted_at: null,
       created_at: now,
       updated_at: now,
@@ -74,7 +74,7 @@ export const updateApplication = defineCommand({
     }
     const changes = {
       name: input.body.name.trim(),
-      name_normalized: normalizeName(input.body.name),
+      name_normalized: normalizeText(input.body.name),
       owner_id: input.body.ownerId,
       updated_at: now,
     };

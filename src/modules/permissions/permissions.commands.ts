@@ -7,6 +7,7 @@ import { Refusal } from '../../http/messages.ts';
 import { requireManageableScope } from '../scopes/scope-access.ts';
 import { findPermission, livePermissionNameTaken } from './permissions.repository.ts';
 import type { PermissionBody } from './permissions.schemas.ts';
+import { normalizeText } from '../../db/query-helpers.ts';
 
 /**
  * Scope permissions have no owner of their own: owning the scope is the whole authorization
@@ -14,7 +15,6 @@ import type { PermissionBody } from './permissions.schemas.ts';
  */
 
 const NAME_TAKEN = 'A permission with this name already exists in this scope.' as const;
-const normalizeName = (name: string): string => name.trim().toLowerCase();
 
 /** Two writers racing for one name both pass the read check; the unique index decides (409). */
 async function withUniqueName<T>(write: () => Promise<T>): Promise<T> {
@@ -39,7 +39,7 @@ export const createPermission = defineCommand({
   ): Promise<ScopePermissionRow | Refusal> {
     const { tx, now } = context;
     const scope = await requireManageableScope(tx, input.caller, input.scopeId);
-    const nameNormalized = normalizeName(input.body.name);
+    const nameNormalized = normalizeText(input.body.name);
     if (await livePermissionNameTaken(tx, scope.id, nameNormalized, null)) return new Refusal(NAME_TAKEN);
     const row: ScopePermissionRow = {
       id: newId(),
@@ -69,7 +69,7 @@ export const updatePermission = defineCommand({
     const scope = await requireManageableScope(tx, input.caller, input.scopeId);
     const permission = await findPermission(tx, scope.id, input.id);
     if (permission === undefined) return new Refusal('Scope permission not found.');
-    const nameNormalized = normalizeName(input.body.name);
+    const nameNormalized = normalizeText(input.body.name);
     if (await livePermissionNameTaken(tx, scope.id, nameNormalized, permission.id)) {
       return new Refusal(NAME_TAKEN);
     }

@@ -11,8 +11,8 @@ import { requireManageableScope } from './scope-access.ts';
 import { findScope } from './scopes.repository.ts';
 import type { CreateScopeBody, EmailLinksBody, UpdateScopeBody } from './scopes.schemas.ts';
 import { MAXIMUM_EMAIL_LINK_LENGTH } from './scopes.schemas.ts';
+import { normalizeText } from '../../db/query-helpers.ts';
 
-const normalizeName = (name: string): string => name.trim().toLowerCase();
 const OWNER_ROLES = [Role.SystemAdmin, Role.ScopeAdmin];
 
 /** Writes that may hit the live-name unique index answer 409, also when two race each other. */
@@ -29,7 +29,7 @@ async function nameTaken(tx: Tx, name: string, exceptId: string | null): Promise
   const row = await tx
     .selectFrom('scopes')
     .select('id')
-    .where('name_normalized', '=', normalizeName(name))
+    .where('name_normalized', '=', normalizeText(name))
     .where('deleted_at', 'is', null)
     .$if(exceptId !== null, (query) => query.where('id', '!=', exceptId ?? ''))
     .executeTakeFirst();
@@ -52,7 +52,7 @@ export const createScope = defineCommand({
     const row: ScopeRow = {
       id,
       name: body.name.trim(),
-      name_normalized: normalizeName(body.name),
+      name_normalized: normalizeText(body.name),
       description: body.description ?? '',
       extidp_signin_enabled: 0,
       self_registration_enabled: 0,
@@ -82,7 +82,7 @@ export const updateScope = defineCommand({
       return new Refusal('A scope with this name already exists.');
     const changes = {
       name: input.body.name.trim(),
-      name_normalized: normalizeName(input.body.name),
+      name_normalized: normalizeText(input.body.name),
       description: input.body.description ?? '',
       updated_at: now,
     };
