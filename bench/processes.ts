@@ -1,14 +1,15 @@
 import { type ChildProcess, fork } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 
 /** A child process we measure: its port and a way to read its peak resident memory. */
 export interface MeasuredProcess {
   readonly child: ChildProcess;
   readonly port: number;
-  /** Peak resident set size so far (VmHWM), in megabytes. */
+  /** Peak resident set size since the last reset (VmHWM), in megabytes. */
   peakRssMb(): number;
-  /** Resets the peak, so each scenario reports its own (Linux: writing 5 to clear_refs). */
+  /** Resets the peak to the current size, so each scenario reports its own (Linux: clear_refs). */
+  resetPeakRss(): void;
   stop(): Promise<void>;
 }
 
@@ -30,9 +31,11 @@ export async function startProcess(
   env: NodeJS.ProcessEnv,
   portVariable: string,
   readyPath: string,
+  nodeOptions: readonly string[] = [],
 ): Promise<MeasuredProcess> {
   const port = await freePort();
   const child = fork(script, [], {
+    execArgv: [...process.execArgv, ...nodeOptions],
     env: { ...env, [portVariable]: String(port) },
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
   });
@@ -60,6 +63,7 @@ export async function startProcess(
       const kilobytes = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
       return Math.round(kilobytes / 1024);
     },
+    resetPeakRss: () => writeFileSync(`/proc/${child.pid}/clear_refs`, '5'),
     stop: () =>
       new Promise<void>((resolve) => {
         child.once('exit', () => resolve());

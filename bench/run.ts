@@ -23,8 +23,14 @@ const { values: options } = parseArgs({
     duration: { type: 'string', default: '10' },
     warmup: { type: 'string', default: '3' },
     'skip-bulk': { type: 'boolean', default: false },
+    // Run only these scenarios (comma-separated names, e.g. "authenticated read,live check").
+    only: { type: 'string' },
+    // Write a V8 CPU profile of the service to bench/profiles (open it in Chrome DevTools).
+    profile: { type: 'boolean', default: false },
   },
 });
+const onlyScenarios = options.only?.split(',').map((name) => name.trim());
+const selected = (name: string) => onlyScenarios === undefined || onlyScenarios.includes(name);
 const dialect = options.dialect === 'postgres' ? 'postgres' : 'sqlite';
 const durationSeconds = Number(options.duration);
 const warmupSeconds = Number(options.warmup);
@@ -68,6 +74,7 @@ async function main(): Promise<void> {
   );
   for (const connections of CONNECTIONS) {
     await runLoad({ url: `http://127.0.0.1:${baseline.port}/`, connections, durationSeconds: warmupSeconds });
+    baseline.resetPeakRss();
     const result = await runLoad({ url: `http://127.0.0.1:${baseline.port}/`, connections, durationSeconds });
     baselines.set(connections, result.requestsPerSecond);
     record('baseline (bare Fastify)', connections, result, null);
@@ -80,14 +87,14 @@ async function main(): Promise<void> {
     const base = `http://127.0.0.1:${service.port}`;
     const seed = await seedThroughApi(base);
     await runScenarios(service, base, seed, '');
-    if (!options['skip-bulk']) {
+    if (!options['skip-bulk'] && (selected('list of 25') || selected('audited write'))) {
       console.log('\nSeeding 1,000,000 audit entries, 100,000 persons and 10,000 scopes in bulk…');
       const started = Date.now();
       await seedBulk(databaseUrl);
       console.log(`…done in ${Math.round((Date.now() - started) / 1000)} s`);
       await runScenarios(service, base, seed, ' [bulk data]', ['list of 25', 'audited write']);
     }
-    await measureLogin(service, base, seed);
+    if (selected('login')) await measureLogin(service, base, seed);
   } finally {
     await service.stop();
     cleanup();
@@ -186,7 +193,7 @@ async function runScenarios(
     },
   ];
   for (const scenario of scenarios) {
-    if (only !== undefined && !only.includes(scenario.name)) continue;
+    if ((only !== undefined && !only.includes(scenario.name)) || !selected(scenario.name)) continue;
     for (const connections of CONNECTIONS) {
       const load = scenario.load(connections);
       if (load === null) {
@@ -194,6 +201,7 @@ async function runScenarios(
         break;
       }
       await runLoad({ ...load, durationSeconds: warmupSeconds });
+      service.resetPeakRss();
       record(`${scenario.name}${suffix}`, connections, await runLoad(load), service.peakRssMb());
     }
   }
@@ -215,6 +223,7 @@ async function measureLogin(service: MeasuredProcess, base: string, seed: Seed) 
   });
   for (const connections of CONNECTIONS) {
     await runLoad({ ...login(ADMIN.email, ADMIN.password, connections), durationSeconds: warmupSeconds });
+    service.resetPeakRss();
     const result = await runLoad(login(ADMIN.email, ADMIN.password, connections));
     record('login (correct password)', connections, result, service.peakRssMb(), rawRate);
   }
@@ -330,6 +339,7 @@ function startService(databaseUrl: string): Promise<MeasuredProcess> {
     },
     'SERVICE_PORT',
     '/api/healthcheck',
+    options.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(import.meta.dirname, 'profiles')}`] : [],
   );
 }
 

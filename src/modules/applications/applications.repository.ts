@@ -7,6 +7,7 @@ import type {
   IsoTime,
   Tx,
 } from '../../db/database.ts';
+import { preparedQuery } from '../../db/prepared-query.ts';
 import { containsNormalized } from '../../db/query-helpers.ts';
 import type { PageRequest } from '../../http/pagination.ts';
 
@@ -163,28 +164,39 @@ function liveChain(db: DbOrTx, now: IsoTime) {
     .where('scopes.deleted_at', 'is', null);
 }
 
+const selectLiveChainBySecretHash = preparedQuery(2, (db, secretHash: string, now: IsoTime) =>
+  liveChain(db, now).where('application_credentials.secret_hash', '=', secretHash),
+);
+
 /** The live credential whose secret hashes to this value (a unique-index lookup), with its chain. */
 export async function findLiveChainBySecretHash(
   db: DbOrTx,
   secretHash: string,
   now: IsoTime,
 ): Promise<LiveCredentialChain | undefined> {
-  return liveChain(db, now).where('application_credentials.secret_hash', '=', secretHash).executeTakeFirst();
+  const [chain] = await selectLiveChainBySecretHash(db, secretHash, now);
+  return chain;
 }
 
+const selectLiveChain = preparedQuery(
+  4,
+  (db, credentialId: string, applicationId: string, scopeId: string, now: IsoTime) =>
+    liveChain(db, now)
+      .where('application_credentials.id', '=', credentialId)
+      .where('applications.id', '=', applicationId)
+      .where('scopes.id', '=', scopeId),
+);
+
 /**
- * The live check of an application token: one query over three primary keys. The token's
- * application and scope claims must match the credential's own, so a token can never be
- * answered for a chain it was not issued from.
+ * The live check of an application token: one query over three primary keys, compiled once
+ * (consumers call it on every request). The token's application and scope claims must match
+ * the credential's own, so a token can never be answered for a chain it was not issued from.
  */
 export async function findLiveChain(
   db: DbOrTx,
   claims: { credentialId: string; applicationId: string; scopeId: string },
   now: IsoTime,
 ): Promise<LiveCredentialChain | undefined> {
-  return liveChain(db, now)
-    .where('application_credentials.id', '=', claims.credentialId)
-    .where('applications.id', '=', claims.applicationId)
-    .where('scopes.id', '=', claims.scopeId)
-    .executeTakeFirst();
+  const [chain] = await selectLiveChain(db, claims.credentialId, claims.applicationId, claims.scopeId, now);
+  return chain;
 }

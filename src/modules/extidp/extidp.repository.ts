@@ -2,6 +2,7 @@ import type { DbOrTx, ExtidpUserRow, ExtidpUsersTable, IsoTime, Tx } from '../..
 import { Role } from '../../db/database.ts';
 import type { Insertable, Updateable } from 'kysely';
 import type { PageRequest } from '../../http/pagination.ts';
+import { preparedQuery } from '../../db/prepared-query.ts';
 
 /** What authentication needs of an external-provider user on every request: one primary-key read. */
 export interface ExtidpUserAuthState {
@@ -15,12 +16,15 @@ export interface ExtidpUserAuthState {
   readonly restricted: boolean;
 }
 
-export async function findExtidpUserAuthState(db: DbOrTx, id: string): Promise<ExtidpUserAuthState | null> {
-  const row = await db
+const selectExtidpUserAuthState = preparedQuery(1, (db, id: string) =>
+  db
     .selectFrom('extidp_users')
     .select(['id', 'scope_id', 'deleted_at', 'erasure_requested_at', 'anonymised_at', 'restricted_at'])
-    .where('id', '=', id)
-    .executeTakeFirst();
+    .where('id', '=', id),
+);
+
+export async function findExtidpUserAuthState(db: DbOrTx, id: string): Promise<ExtidpUserAuthState | null> {
+  const [row] = await selectExtidpUserAuthState(db, id);
   if (row === undefined) return null;
   return {
     id: row.id,

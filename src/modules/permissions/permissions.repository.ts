@@ -1,4 +1,5 @@
 import type { DbOrTx, ScopePermissionRow } from '../../db/database.ts';
+import { preparedQuery } from '../../db/prepared-query.ts';
 import { containsNormalized } from '../../db/query-helpers.ts';
 import type { PageRequest } from '../../http/pagination.ts';
 
@@ -68,15 +69,19 @@ export async function listPermissions(
  * The names placed in the `permissions` claim of tokens of identities acting in the scope:
  * live permissions flagged IncludeAsJwtClaim, in name order (spec §What the service does 7).
  */
-export async function claimedPermissionNames(db: DbOrTx, scopeId: string): Promise<string[]> {
-  const rows = await db
+const selectClaimedPermissionNames = preparedQuery(1, (db, scopeId: string) =>
+  db
     .selectFrom('scope_permissions')
     .select('name')
     .where('scope_id', '=', scopeId)
     .where('include_as_jwt_claim', '=', 1)
     .where('deleted_at', 'is', null)
     .orderBy('name')
-    .orderBy('id')
-    .execute();
+    .orderBy('id'),
+);
+
+/** Read at every sign-in and secret exchange, so its SQL is compiled once (see preparedQuery). */
+export async function claimedPermissionNames(db: DbOrTx, scopeId: string): Promise<string[]> {
+  const rows = await selectClaimedPermissionNames(db, scopeId);
   return rows.map((row) => row.name);
 }

@@ -45,8 +45,13 @@ export async function presentPersons(
   rows: readonly PersonRow[],
   viewer: Caller,
 ): Promise<Person[]> {
-  const ids = rows.map((row) => row.id);
-  const owned = await ownedScopeIdsOf(db, isSystemAdmin(viewer) ? ids : [...ids, viewer.id]);
+  // Only administrators own scopes (a User who becomes an owner is promoted to Scope Admin), so
+  // a page of Users (or a User reading themselves) needs no ownership read at all.
+  const administrators = rows.filter((row) => row.role !== Role.User).map((row) => row.id);
+  const owned = await ownedScopeIdsOf(
+    db,
+    isSystemAdmin(viewer) || administrators.length === 0 ? administrators : [...administrators, viewer.id],
+  );
   const visible = new Set(owned.get(viewer.id) ?? []);
   return rows.map((row) => {
     const scopes = owned.get(row.id) ?? [];

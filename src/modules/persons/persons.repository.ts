@@ -7,6 +7,7 @@ import {
   Role,
   type Tx,
 } from '../../db/database.ts';
+import { preparedQuery } from '../../db/prepared-query.ts';
 import { containsNormalized } from '../../db/query-helpers.ts';
 import type { PageRequest } from '../../http/pagination.ts';
 
@@ -21,8 +22,8 @@ export interface PersonAuthState {
   readonly restricted: boolean;
 }
 
-export async function findPersonAuthState(db: DbOrTx, id: string): Promise<PersonAuthState | null> {
-  const row = await db
+const selectPersonAuthState = preparedQuery(1, (db, id: string) =>
+  db
     .selectFrom('persons')
     .select([
       'id',
@@ -33,8 +34,12 @@ export async function findPersonAuthState(db: DbOrTx, id: string): Promise<Perso
       'erasure_requested_at',
       'restricted_at',
     ])
-    .where('id', '=', id)
-    .executeTakeFirst();
+    .where('id', '=', id),
+);
+
+/** Read on every authenticated request, so its SQL is compiled once (see preparedQuery). */
+export async function findPersonAuthState(db: DbOrTx, id: string): Promise<PersonAuthState | null> {
+  const [row] = await selectPersonAuthState(db, id);
   if (row === undefined) return null;
   return {
     id: row.id,
@@ -88,17 +93,20 @@ export async function insertPerson(tx: Tx, row: NewPerson): Promise<void> {
 }
 
 /** One person; logically deleted ones only when asked for. */
+const selectLivePerson = preparedQuery(1, (db, id: string) =>
+  db.selectFrom('persons').selectAll().where('id', '=', id).where('deleted_at', 'is', null),
+);
+const selectPersonIncludingDeleted = preparedQuery(1, (db, id: string) =>
+  db.selectFrom('persons').selectAll().where('id', '=', id),
+);
+
 export async function findPerson(
   db: DbOrTx,
   id: string,
   includeDeleted = false,
 ): Promise<PersonRow | undefined> {
-  return db
-    .selectFrom('persons')
-    .selectAll()
-    .where('id', '=', id)
-    .$if(!includeDeleted, (query) => query.where('deleted_at', 'is', null))
-    .executeTakeFirst();
+  const [row] = await (includeDeleted ? selectPersonIncludingDeleted : selectLivePerson)(db, id);
+  return row;
 }
 
 export async function updatePerson(tx: Tx, id: string, changes: PersonUpdate): Promise<void> {
