@@ -36,6 +36,8 @@ export function startCheckpointer(file: string): Checkpointer {
   return {
     stop: async () => {
       const exited = new Promise((resolve) => worker.once('exit', resolve));
+      // Referenced again while it closes its connection, so the wait itself keeps us alive.
+      worker.ref();
       worker.postMessage('stop');
       await exited;
     },
