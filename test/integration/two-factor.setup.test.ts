@@ -4,6 +4,7 @@ import { Role } from '../../src/db/database.ts';
 import {
   purgeExpiredTwoFactorArtifacts,
   readTwoFactorState,
+  removeTwoFactorData,
 } from '../../src/modules/two-factor/two-factor.repository.ts';
 import { expectRefusal } from '../helpers/account-email.ts';
 import { buildTestApp, type TestApp } from '../helpers/app.ts';
@@ -339,6 +340,47 @@ for (const dialect of DIALECTS) {
       expect(disabled.status).toBe(200);
     });
 
+    it('accepts the unspent email code of the latest challenge as the second factor of disable', async () => {
+      const user = await createUser(test, scopeId);
+      const active = await activateTwoFactor(test, user, { app: true, email: true }, sink);
+      const before = sink.mailsTo(user.email).length;
+      await challengeOf(test, user);
+      const code = emailCodeOf(await sink.waitForMail(user.email, before + 1));
+      expectRefusal(
+        await post(
+          test,
+          '/api/auth/2fa/disable',
+          { currentPassword: PASSWORD, code: wrongCode(code) },
+          active.token,
+        ),
+        401,
+        INCORRECT,
+      );
+      const disabled = await post(
+        test,
+        '/api/auth/2fa/disable',
+        { currentPassword: PASSWORD, code },
+        active.token,
+      );
+      expect(disabled.status).toBe(200);
+      expect((await twoFactorRows(test, user.id)).config).toBeUndefined();
+    });
+
+    it('cancels a pending setup with the password alone', async () => {
+      const user = await createUser(test, scopeId);
+      await post(test, '/api/auth/2fa/enable', { currentPassword: PASSWORD, appEnabled: true }, user.token);
+      expectRefusal(
+        await post(test, '/api/auth/2fa/disable', { currentPassword: 'wrong password' }, user.token),
+        401,
+        INCORRECT,
+      );
+      expect((await twoFactorRows(test, user.id)).config?.status).toBe('pending');
+      expect(
+        (await post(test, '/api/auth/2fa/disable', { currentPassword: PASSWORD }, user.token)).status,
+      ).toBe(200);
+      expect((await twoFactorRows(test, user.id)).config).toBeUndefined();
+    });
+
     it('regenerates recovery codes: the old set stops working, the stamp is replaced', async () => {
       const user = await createUser(test, scopeId);
       const active = await activateTwoFactor(test, user, { app: true });
@@ -558,6 +600,25 @@ for (const dialect of DIALECTS) {
       expect((await twoFactorRows(test, user.id)).challenges).toHaveLength(1);
       expect(await purgeExpiredTwoFactorArtifacts(test.services.db, later)).toBeGreaterThanOrEqual(1);
       expect((await twoFactorRows(test, user.id)).challenges).toHaveLength(0);
+
+      // One call removes everything two-factor of a person (erasure, anonymisation).
+      const other = await createUser(test, scopeId);
+      const { sharedKey } = await activateTwoFactor(test, other, { app: true });
+      await verify(test, await challengeOf(test, other), { code: wrongCode(appCode(test, sharedKey!)) });
+      const held = await twoFactorRows(test, other.id);
+      expect([
+        held.config?.status,
+        held.recoveryCodes.length,
+        held.challenges.length,
+        held.lock?.failures,
+      ]).toEqual(['active', 10, 1, 1]);
+      await test.services.db.transaction().execute((tx) => removeTwoFactorData(tx, other.id));
+      expect(await twoFactorRows(test, other.id)).toEqual({
+        config: undefined,
+        recoveryCodes: [],
+        challenges: [],
+        lock: undefined,
+      });
 
       await challengeOf(test, user);
       const deleted = await test.request({

@@ -1,7 +1,7 @@
 import { defineCommand, type ExecuteContext, type StepContext } from '../../audit/command-runner.ts';
 import { constantTimeEquals, newSecurityStamp } from '../../crypto/secrets.ts';
 import { matchingTotpStep, newTotpSecret, totpUri } from '../../crypto/totp.ts';
-import type { PersonRow, TwoFactorConfigRow, Tx } from '../../db/database.ts';
+import type { DbOrTx, PersonRow, TwoFactorConfigRow, Tx } from '../../db/database.ts';
 import { twoFactorCodeMail } from '../../email/templates.ts';
 import type { Caller } from '../../http/access.ts';
 import { Refusal } from '../../http/messages.ts';
@@ -87,10 +87,13 @@ interface CallerInput<Body> {
   readonly body: Body;
 }
 
-/** The person behind a bearer token that may use two-factor (external-provider users may not). */
-async function requireTwoFactorPerson(context: StepContext | { db: Tx }, caller: Caller, refusal: Refusal) {
-  if (caller.kind !== 'person') throw refusal;
-  const person = await findPerson(context.db, caller.id);
+/**
+ * The person behind a bearer token that may use two-factor. External-provider users may not;
+ * they are refused with the message the operation names for them (403 or 404).
+ */
+async function requireTwoFactorPerson(db: DbOrTx, caller: Caller, refusalForOthers: Refusal) {
+  if (caller.kind !== 'person') throw refusalForOthers;
+  const person = await findPerson(db, caller.id);
   if (person === undefined) throw new Refusal('Person not found.');
   return person;
 }
@@ -128,7 +131,11 @@ export function twoFactorCommands(dependencies: TwoFactorDependencies) {
     name: 'EnableTwoFactorCommand',
     async prepare(context: StepContext, input: CallerInput<EnableTwoFactorBody>): Promise<PreparedEnable> {
       context.setTarget(input.caller.id);
-      const person = await requireTwoFactorPerson(context, input.caller, new Refusal(NOT_FOR_EXTIDP_USERS));
+      const person = await requireTwoFactorPerson(
+        context.db,
+        input.caller,
+        new Refusal(NOT_FOR_EXTIDP_USERS),
+      );
       if (input.body.appEnabled !== true && input.body.emailEnabled !== true) {
         throw new Refusal('Choose at least one two-factor method.');
       }
@@ -263,7 +270,7 @@ export function twoFactorCommands(dependencies: TwoFactorDependencies) {
     accepts: (setup: TwoFactorConfigRow | undefined) => boolean,
   ): Promise<PreparedReauthentication> {
     context.setTarget(input.caller.id);
-    const person = await requireTwoFactorPerson(context, input.caller, new Refusal(NO_SETUP));
+    const person = await requireTwoFactorPerson(context.db, input.caller, new Refusal(NO_SETUP));
     if (!accepts(await findTwoFactorConfig(context.db, person.id))) throw new Refusal(NO_SETUP);
     const passwordVerdict = await checkCurrentPassword(
       passwords,
