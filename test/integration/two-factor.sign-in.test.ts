@@ -366,6 +366,39 @@ for (const dialect of DIALECTS) {
       expect(sink.mailsTo(appUser.email)).toHaveLength(0);
     });
 
+    it('refuses a challenge whose person was deleted or suspended for erasure after the login', async () => {
+      for (const column of ['deleted_at', 'erasure_requested_at'] as const) {
+        const user = await createUser(test, scopeId);
+        const { sharedKey } = await activateTwoFactor(test, user, { app: true });
+        const challenge = await challengeOf(test, user);
+        await test.services.db
+          .updateTable('persons')
+          .set({ [column]: test.clock.now().toISOString() })
+          .where('id', '=', user.id)
+          .execute();
+        expectRefusal(
+          await verify(test, challenge, { code: appCode(test, sharedKey!) }),
+          401,
+          INVALID_CHALLENGE,
+        );
+        expect((await twoFactorRows(test, user.id)).challenges[0]?.redeemed_at).toBeNull();
+      }
+    });
+
+    it('still signs in when the code mail cannot be delivered (the failure is logged, not shown)', async () => {
+      const user = await createUser(test, scopeId);
+      await activateTwoFactor(test, user, { email: true }, sink);
+      sink.rejectWith = '550 mailbox unavailable';
+      try {
+        const signIn = await login(test, user);
+        expect(signIn.status).toBe(200);
+        expect(signIn.body.data.requiresTwoFactor).toBe(true);
+        await test.services.mailer.idle();
+      } finally {
+        sink.rejectWith = null;
+      }
+    });
+
     it('keeps a person without two-factor on the plain login, and a deleted person gets no challenge', async () => {
       const user = await createUser(test, scopeId);
       await activateTwoFactor(test, user, { app: true });
