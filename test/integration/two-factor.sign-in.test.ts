@@ -326,10 +326,12 @@ for (const dialect of DIALECTS) {
       expect(sink.mailsTo(user.email)).toHaveLength(before + 2);
 
       // Unknown, forged, wrong-kind and malformed-but-string tokens: the same 200, nothing sent.
-      for (const token of ['garbage', user.token, `${challenge}x`]) {
+      for (const token of ['garbage', user.token, `${challenge}x`, '', null, undefined, 'x'.repeat(5000)]) {
         expect([(await resend(test, token)).status, (await resend(test, token)).body]).toEqual([200, same]);
       }
       expect(sink.mailsTo(user.email)).toHaveLength(before + 2);
+      // Only a value of the wrong type is malformed, as for every body (binding rules).
+      expectRefusal(await resend(test, 5), 400, 'The request is malformed.');
       expect((await verify(test, challenge, { code: secondCode })).status).toBe(200);
       // Redeemed: resend sends nothing.
       test.clock.advanceSeconds(301);

@@ -337,7 +337,7 @@ export function twoFactorCommands(dependencies: TwoFactorDependencies) {
 
   /** The challenge a token names, if the token is one and the challenge still outstanding. */
   async function outstandingChallengeOf(tx: Tx, challengeToken: string, now: string) {
-    const bearer = tokens.readBearer(challengeToken);
+    const bearer = challengeToken === '' ? null : tokens.readBearer(challengeToken);
     if (bearer === null || bearer.kind !== 'challenge') return null;
     const { sub, cid, sst } = bearer.claims;
     const person = await findPerson(tx, sub);
@@ -404,7 +404,7 @@ export function twoFactorCommands(dependencies: TwoFactorDependencies) {
     name: 'ResendChallengeCodeCommand',
     async execute(context, body: ResendChallengeBody): Promise<null> {
       const { tx, now } = context;
-      const outstanding = await outstandingChallengeOf(tx, body.challengeToken, now);
+      const outstanding = await outstandingChallengeOf(tx, body.challengeToken ?? '', now);
       if (outstanding === null) return null;
       const { person, challenge, setup } = outstanding;
       context.setTarget(person.id);

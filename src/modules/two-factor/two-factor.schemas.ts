@@ -64,7 +64,17 @@ export const VerifyTwoFactorBody = Type.Object({
 });
 export type VerifyTwoFactorBody = Static<typeof VerifyTwoFactorBody>;
 
-export const ResendChallengeBody = Type.Object({ challengeToken: ChallengeToken });
+/**
+ * Resend answers the same 200 on every path (spec §Endpoints), so a missing, empty or overlong
+ * token is just another unknown challenge here; only a value of the wrong type is malformed.
+ */
+export const ResendChallengeBody = Type.Object({
+  challengeToken: Type.Optional(
+    Nullable(
+      Type.String({ description: 'The challengeToken of the login answer (never an Authorization header).' }),
+    ),
+  ),
+});
 export type ResendChallengeBody = Static<typeof ResendChallengeBody>;
 
 export const TwoFactorStatusResult = Type.Object({
