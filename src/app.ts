@@ -30,6 +30,7 @@ import { permissionRoutes } from './modules/permissions/permissions.routes.ts';
 import { findPersonAuthState } from './modules/persons/persons.repository.ts';
 import { personRoutes } from './modules/persons/persons.routes.ts';
 import { scopeRoutes } from './modules/scopes/scopes.routes.ts';
+import { twoFactorRoutes } from './modules/two-factor/two-factor.routes.ts';
 import type { App, Services } from './services.ts';
 
 export interface AppDependencies {
@@ -150,6 +151,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<App> {
     accountEmailRoutes(api, services);
     personRoutes(api, services, accountEmailPersonEvents(services));
     extidpRoutes(api, services);
+    twoFactorRoutes(api, services);
   });
   return app;
 }

@@ -1,4 +1,12 @@
-import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHash,
+  hkdfSync,
+  randomBytes,
+  randomUUID,
+  timingSafeEqual,
+} from 'node:crypto';
 
 export const newId = (): string => randomUUID();
 
@@ -17,4 +25,46 @@ export function constantTimeEquals(presented: string, expected: string): boolean
   const b = createHash('sha256').update(expected).digest();
   // Hashing first makes both sides equal length, so the comparison time does not reveal length.
   return timingSafeEqual(a, b);
+}
+
+/**
+ * Authenticated encryption of small secrets at rest (DECISIONS §7: AES-256-GCM), such as TOTP
+ * shared keys: a copy of the database alone must not let anyone compute sign-in codes. The
+ * stored form is `v1.<iv>.<tag>.<ciphertext>` (base64url), so the scheme can change later.
+ */
+export class SecretBox {
+  readonly #key: Buffer;
+
+  /**
+   * The key is SHA-256 of SERVICE_DATA_ENCRYPTION_KEY; when that is unset, it is derived from
+   * the token secret with HKDF under its own label, so the two keys are never the same bytes.
+   */
+  constructor(dataEncryptionKey: string | null, tokenSecret: string) {
+    this.#key =
+      dataEncryptionKey === null
+        ? Buffer.from(hkdfSync('sha256', tokenSecret, '', 'portcullis data encryption v1', 32))
+        : createHash('sha256').update(dataEncryptionKey, 'utf8').digest();
+  }
+
+  seal(plaintext: string): string {
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', this.#key, iv);
+    const ciphertext = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
+    return ['v1', iv, cipher.getAuthTag(), ciphertext]
+      .map((part) => (typeof part === 'string' ? part : part.toString('base64url')))
+      .join('.');
+  }
+
+  /** The plaintext; throws when the value was not sealed under this key (never silently wrong). */
+  open(sealed: string): string {
+    const [version, iv, tag, ciphertext] = sealed.split('.');
+    if (version !== 'v1' || iv === undefined || tag === undefined || ciphertext === undefined) {
+      throw new Error('sealed value has an unknown format');
+    }
+    const decipher = createDecipheriv('aes-256-gcm', this.#key, Buffer.from(iv, 'base64url'));
+    decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+    return Buffer.concat([decipher.update(Buffer.from(ciphertext, 'base64url')), decipher.final()]).toString(
+      'utf8',
+    );
+  }
 }

@@ -156,6 +156,62 @@ export interface ExtidpUsersTable {
   updated_at: IsoTime;
 }
 
+export type TwoFactorStatus = 'pending' | 'active';
+
+/** A person's two-factor configuration (modules/two-factor): pending until confirmed, then active. */
+export interface TwoFactorConfigsTable {
+  person_id: string;
+  status: TwoFactorStatus;
+  app_enabled: Flag;
+  email_enabled: Flag;
+  /** The TOTP shared key, sealed with AES-256-GCM (crypto/secrets.ts SecretBox); null without App. */
+  totp_secret_sealed: string | null;
+  /** The last accepted TOTP time step: a step is never accepted twice. */
+  totp_last_step: number | null;
+  /** SHA-256 of the code mailed by 2fa/enable with Email, and its expiry. */
+  setup_email_code_hash: string | null;
+  setup_email_code_expires_at: IsoTime | null;
+  created_at: IsoTime;
+  activated_at: IsoTime | null;
+  updated_at: IsoTime;
+}
+
+export interface TwoFactorRecoveryCodesTable {
+  id: string;
+  person_id: string;
+  /** SHA-256 (hex) of the normalised code; the code itself is shown once and never stored. */
+  code_hash: string;
+  created_at: IsoTime;
+  used_at: IsoTime | null;
+}
+
+/** A sign-in challenge (spec §States, two-factor challenge). */
+export interface TwoFactorChallengesTable {
+  id: string;
+  person_id: string;
+  created_at: IsoTime;
+  expires_at: IsoTime;
+  /** Wrong app or recovery codes presented against this challenge; the fifth retires it. */
+  wrong_guesses: Generated<number>;
+  redeemed_at: IsoTime | null;
+  /** Retired by the fifth wrong guess, or replaced by a newer login. */
+  retired_at: IsoTime | null;
+  email_code_hash: string | null;
+  email_code_expires_at: IsoTime | null;
+  email_code_reissues: Generated<number>;
+}
+
+/** The second-factor lock of an account, counted across challenges (spec §States). */
+export interface TwoFactorLocksTable {
+  person_id: string;
+  /** Failed second factors since the last success or lock. */
+  failures: number;
+  /** Locks since the last success: each doubles the next lock's length. */
+  lock_count: number;
+  locked_until: IsoTime | null;
+  updated_at: IsoTime;
+}
+
 export interface Database {
   persons: PersonsTable;
   scopes: ScopesTable;
@@ -167,6 +223,10 @@ export interface Database {
   email_links: EmailLinksTable;
   account_email_budgets: AccountEmailBudgetsTable;
   extidp_users: ExtidpUsersTable;
+  two_factor_configs: TwoFactorConfigsTable;
+  two_factor_recovery_codes: TwoFactorRecoveryCodesTable;
+  two_factor_challenges: TwoFactorChallengesTable;
+  two_factor_locks: TwoFactorLocksTable;
 }
 
 export type Db = Kysely<Database>;
@@ -185,5 +245,8 @@ export type ApplicationCredentialRow = Selectable<ApplicationCredentialsTable>;
 export type ScopePermissionRow = Selectable<ScopePermissionsTable>;
 export type EmailLinkRow = Selectable<EmailLinksTable>;
 export type ExtidpUserRow = Selectable<ExtidpUsersTable>;
+export type TwoFactorConfigRow = Selectable<TwoFactorConfigsTable>;
+export type TwoFactorChallengeRow = Selectable<TwoFactorChallengesTable>;
+export type TwoFactorLockRow = Selectable<TwoFactorLocksTable>;
 
 export const toFlag = (value: boolean): Flag => (value ? 1 : 0);

@@ -58,6 +58,22 @@ export function emailChangedMail(recipient: Recipient): Mail {
   };
 }
 
+/**
+ * A two-factor email code (2fa/enable with Email, sign-in, challenge resend). The code is in the
+ * mail only; the subject line stays generic so a lock-screen preview does not show it.
+ */
+export function twoFactorCodeMail(recipient: Recipient, code: string, lifetimeMinutes: number): Mail {
+  const closing = `The code is valid for ${lifetimeMinutes} minutes and works once. If you did not just sign in or set up two-factor authentication, change your password.`;
+  const text = [`Hello ${recipient.name},`, '', 'Your sign-in code is:', '', code, '', closing].join('\n');
+  const html = [
+    `<p>Hello ${escapeHtml(recipient.name)},</p>`,
+    '<p>Your sign-in code is:</p>',
+    `<p><strong>${escapeHtml(code)}</strong></p>`,
+    `<p>${escapeHtml(closing)}</p>`,
+  ].join('\n');
+  return { kind: 'two-factor-code', to: recipient.email, subject: 'Your sign-in code', text, html };
+}
+
 interface LinkWording {
   readonly kind: 'verification' | 'password-reset';
   readonly subject: string;

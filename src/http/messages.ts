@@ -25,6 +25,7 @@ export const MESSAGE_STATUS = {
   'The email address is already verified.': 400,
   'Role must be Scope Admin or System Admin.': 400,
   'A role can only change between Scope Admin and System Admin.': 400,
+  'Choose at least one two-factor method.': 400,
   // 401
   'Invalid credentials.': 401,
   'Invalid token': 401,
@@ -51,6 +52,7 @@ export const MESSAGE_STATUS = {
   'You are not allowed to delete this person.': 403,
   'Only a System Admin may change a role.': 403,
   'Extidp sign-up requires a verified email address.': 403,
+  'Two-factor authentication is not available to external-provider users.': 403,
   // One answer for a missing, deleted or extidp-disabled scope, so the three are not told apart.
   'Extidp sign-in is not available for this scope.': 403,
   // 404
@@ -62,6 +64,7 @@ export const MESSAGE_STATUS = {
   'Scope permission not found.': 404,
   'External-provider user not found.': 404,
   'Pending registration not found.': 404,
+  'No two-factor setup was found.': 404,
   // 409
   'A scope with this name already exists.': 409,
   'A person with this email already exists.': 409,
@@ -69,6 +72,7 @@ export const MESSAGE_STATUS = {
   'An application may have at most two live credentials.': 409,
   'A permission with this name already exists in this scope.': 409,
   'Turn off the email sign-in method before changing your email address.': 409,
+  'Two-factor authentication is already active. Turn it off first.': 409,
   'The person is deleted, restricted or cannot sign in, so no email was sent.': 409,
   // 413, 415 are answered as 400 malformed (spec: a body that is not JSON is malformed)
   // 429

@@ -100,6 +100,26 @@ for (const dialect of DIALECTS) {
       );
     });
 
+    it('lists the two-factor operations: anonymous verify and resend, the rest under a bearer token', () => {
+      const twoFactor = operationsOf(document)
+        .filter(({ path }) => path.startsWith('/api/auth/2fa'))
+        .map(({ method, path, operation }) => [method, path, operation.operationId, operation.security ?? []])
+        .sort((a, b) => String(a[1]).localeCompare(String(b[1])));
+      const bearer = [{ bearer: [] }];
+      expect(twoFactor).toEqual([
+        ['get', '/api/auth/2fa', 'Auth_TwoFactorStatus', bearer],
+        ['post', '/api/auth/2fa/challenge/resend', 'Auth_ResendTwoFactorCode', []],
+        ['post', '/api/auth/2fa/confirm', 'Auth_ConfirmTwoFactor', bearer],
+        ['post', '/api/auth/2fa/disable', 'Auth_DisableTwoFactor', bearer],
+        ['post', '/api/auth/2fa/enable', 'Auth_EnableTwoFactor', bearer],
+        ['post', '/api/auth/2fa/recovery-codes/regenerate', 'Auth_RegenerateRecoveryCodes', bearer],
+        ['post', '/api/auth/2fa/verify', 'Auth_VerifyTwoFactor', []],
+      ]);
+      for (const path of ['/api/auth/2fa/verify', '/api/auth/2fa/enable', '/api/auth/2fa/challenge/resend']) {
+        expect(Object.keys(document.paths[path]?.post?.responses ?? {}), path).toContain('429');
+      }
+    });
+
     it('documents the detailed health route’s 503', () => {
       expect(Object.keys(document.paths['/api/healthcheck/detailed']?.get?.responses ?? {})).toContain('503');
     });

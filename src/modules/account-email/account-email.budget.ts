@@ -1,4 +1,6 @@
 import type { ExecuteContext } from '../../audit/command-runner.ts';
+import type { Selectable } from 'kysely';
+import type { AccountEmailBudgetsTable, DbOrTx } from '../../db/database.ts';
 import { Refusal } from '../../http/messages.ts';
 import { findAccountEmailBudget, reserveAccountEmail } from './account-email.repository.ts';
 
@@ -35,9 +37,33 @@ export async function chargeAccountEmail(
     windowLimit: ACCOUNT_EMAIL_WINDOW_LIMIT,
   });
   if (reserved) return;
-
   // Refused: read the row the condition saw to say why and when to come back.
-  const budget = await findAccountEmailBudget(tx, personId);
+  throw (
+    refusalOf(await findAccountEmailBudget(tx, personId), now, cooldownSeconds) ??
+    new Refusal('An email of this kind was sent to you recently. Try again in a few minutes.', {
+      'retry-after': '1',
+    })
+  );
+}
+
+/**
+ * The 429 that charging the budget now would answer, without charging it: for a request that
+ * must refuse before it checks a password (2fa/enable with Email, spec §Endpoints), so a spent
+ * budget does not turn into a free password-guessing attempt.
+ */
+export async function accountEmailBudgetRefusal(
+  context: Pick<ExecuteContext, 'now'> & { readonly db: DbOrTx },
+  personId: string,
+  cooldownSeconds: number,
+): Promise<Refusal | null> {
+  return refusalOf(await findAccountEmailBudget(context.db, personId), context.now, cooldownSeconds);
+}
+
+function refusalOf(
+  budget: Selectable<AccountEmailBudgetsTable> | undefined,
+  now: string,
+  cooldownSeconds: number,
+): Refusal | null {
   const cooldownEnds = budget === undefined ? 0 : Date.parse(budget.last_sent_at) + cooldownSeconds * 1000;
   const cooling = cooldownSeconds > 0 && cooldownEnds > Date.parse(now);
   const windowEnds =
@@ -47,11 +73,12 @@ export async function chargeAccountEmail(
   if (windowFull) {
     // For the daily limit: the later of the window's end and the cooldown's end (spec §Errors).
     const retryAt = Math.max(windowEnds, cooling ? cooldownEnds : 0);
-    throw new Refusal('You have reached the limit for account emails. Try again later.', {
+    return new Refusal('You have reached the limit for account emails. Try again later.', {
       'retry-after': String(secondsUntil(now, retryAt)),
     });
   }
-  throw new Refusal('An email of this kind was sent to you recently. Try again in a few minutes.', {
-    'retry-after': String(secondsUntil(now, cooling ? cooldownEnds : Date.parse(now))),
+  if (!cooling) return null;
+  return new Refusal('An email of this kind was sent to you recently. Try again in a few minutes.', {
+    'retry-after': String(secondsUntil(now, cooldownEnds)),
   });
 }

@@ -6,7 +6,7 @@ import { LoginBody, SignInOutput } from './auth.schemas.ts';
 import { loginCommand } from './login.command.ts';
 
 export function authRoutes(app: App, services: Services): void {
-  const login = loginCommand(services.passwords, services.tokens);
+  const login = loginCommand(services.passwords, services.tokens, services);
 
   app.post(
     '/api/auth/login',

@@ -7,6 +7,8 @@ import { normalizeEmail } from '../persons/person-rules.ts';
 import { findPersonByEmailForSignIn } from '../persons/persons.repository.ts';
 import { claimedPermissionNames } from '../permissions/permissions.repository.ts';
 import { isLiveScope } from '../scopes/scopes.repository.ts';
+import type { TwoFactorDependencies } from '../two-factor/second-factor.ts';
+import { challengeInsteadOfToken } from '../two-factor/two-factor.sign-in.ts';
 import type { LoginBody, SignInResult } from './auth.schemas.ts';
 
 /** DECISIONS §7: the 10th consecutive wrong password locks password sign-in for 15 minutes. */
@@ -27,7 +29,11 @@ interface Verified {
  * scope gone, locked) is the same 401 with the same body, and costs one Argon2 verification:
  * unknown and locked accounts are checked against a decoy hash, so time reveals nothing.
  */
-export function loginCommand(passwords: PasswordHasher, tokens: TokenService) {
+export function loginCommand(
+  passwords: PasswordHasher,
+  tokens: TokenService,
+  twoFactor: Pick<TwoFactorDependencies, 'tokens' | 'mailer'>,
+) {
   return defineCommand<LoginBody, SignInResult, Verified>({
     name: 'LoginCommand',
     async prepare(context, body: LoginBody): Promise<Verified> {
@@ -71,12 +77,10 @@ export function loginCommand(passwords: PasswordHasher, tokens: TokenService) {
         .returningAll()
         .executeTakeFirst();
       if (signedIn === undefined) return new Refusal(INVALID_CREDENTIALS);
-      // A User's token names the flagged permissions of their scope; administrators' carry none.
-      const permissions =
-        signedIn.role === Role.User && signedIn.scope_id !== null
-          ? await claimedPermissionNames(context.tx, signedIn.scope_id)
-          : [];
-      return signInAnswer(tokens, signedIn, permissions);
+      // Two-factor active: the password alone earns a challenge, not a token (spec §States).
+      const challenge = await challengeInsteadOfToken(context, twoFactor, signedIn);
+      if (challenge !== null) return challenge;
+      return completeSignIn(context.tx, tokens, signedIn);
     },
   });
 }
@@ -109,12 +113,26 @@ async function countFailedPassword(tx: Tx, personId: string, now: string): Promi
 }
 
 /** A person may sign in while live, not suspended for erasure, and (Users) in a live scope. */
-async function signInAllowed(db: Parameters<typeof isLiveScope>[0], person: PersonRow): Promise<boolean> {
+export async function signInAllowed(
+  db: Parameters<typeof isLiveScope>[0],
+  person: PersonRow,
+): Promise<boolean> {
   if (person.deleted_at !== null || person.erasure_requested_at !== null) return false;
   if (person.role !== Role.User) return true;
   return person.scope_id !== null && (await isLiveScope(db, person.scope_id));
 }
 
+/** The token of a person whose sign-in is complete (password, and second factor if active). */
+export async function completeSignIn(tx: Tx, tokens: TokenService, person: PersonRow): Promise<SignInResult> {
+  // A User's token names the flagged permissions of their scope; administrators' carry none.
+  const permissions =
+    person.role === Role.User && person.scope_id !== null
+      ? await claimedPermissionNames(tx, person.scope_id)
+      : [];
+  return signInAnswer(tokens, person, permissions);
+}
+
+/** The token answer of a completed sign-in (login, or 2fa/verify after the challenge). */
 function signInAnswer(tokens: TokenService, person: PersonRow, permissions: readonly string[]): SignInResult {
   const identity = {
     sub: person.id,

@@ -1,7 +1,7 @@
 import { defineCommand, type ExecuteContext, type StepContext } from '../../audit/command-runner.ts';
 import type { PasswordHasher } from '../../crypto/passwords.ts';
 import { passwordProblem } from '../../crypto/password-rules.ts';
-import { newId, newSecurityStamp } from '../../crypto/secrets.ts';
+import { newId, newSecurityStamp, type SecretBox } from '../../crypto/secrets.ts';
 import { type PersonRow, type PersonUpdate, Role, type Tx } from '../../db/database.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { type Caller, isSystemAdmin } from '../../http/access.ts';
@@ -14,6 +14,8 @@ import {
 } from '../auth/reauthentication.ts';
 import { requireManageableScope } from '../scopes/scope-access.ts';
 import { isScopeOwner } from '../scopes/scopes.repository.ts';
+import { reauthenticateSecondFactor, splitTwoFactorCode } from '../two-factor/second-factor.ts';
+import { findTwoFactorConfig } from '../two-factor/two-factor.repository.ts';
 import type { PersonEvents } from './person-events.ts';
 import { isAdministratorRole, normalizeEmail, parseRole } from './person-rules.ts';
 import {
@@ -36,6 +38,15 @@ import {
 const EMAIL_TAKEN = 'A person with this email already exists.' as const;
 const LAST_OWNER = 'This change would leave a scope without an owner. Add another owner first.' as const;
 const NOT_ELIGIBLE = 'The person cannot become an owner of this scope.' as const;
+const EMAIL_METHOD_ON = 'Turn off the email sign-in method before changing your email address.' as const;
+
+/**
+ * Own email change while the email sign-in method is enabled (pending or active) is refused
+ * (spec §Persons): the codes would go to an address the person is leaving.
+ */
+async function refuseWhileEmailMethodOn(db: StepContext['db'] | Tx, personId: string): Promise<void> {
+  if ((await findTwoFactorConfig(db, personId))?.email_enabled === 1) throw new Refusal(EMAIL_METHOD_ON);
+}
 
 /** Names are stored trimmed; one of only spaces is as good as none. */
 function trimmedName(name: string): string {
@@ -85,10 +96,12 @@ interface PreparedNewPerson extends Omit<NewPersonInput, 'password'> {
 export interface PersonCommandDependencies {
   readonly passwords: PasswordHasher;
   readonly events: PersonEvents;
+  /** Opens TOTP shared keys for the second factor of an own email change. */
+  readonly secrets: SecretBox;
 }
 
 /** The persons module's writes, each a named (audited) command. */
-export function personCommands({ passwords, events }: PersonCommandDependencies) {
+export function personCommands({ passwords, events, secrets }: PersonCommandDependencies) {
   /**
    * Checks that may refuse come before hashing, and the hash is made here, outside the
    * transaction: Argon2 is slow on purpose and must not hold SQLite's single write lock.
@@ -304,9 +317,10 @@ export function personCommands({ passwords, events }: PersonCommandDependencies)
       // Own email change re-authenticates (spec §Persons): a stolen token alone must not be able
       // to move the account to an address the thief controls. Wrong, missing and paused all
       // answer the same 401 (spec §Authentication 11).
-      // Two-factor module: also require and check `twoFactorCode` here when two-factor is active,
-      // and refuse with 409 while the email sign-in method is enabled or pending.
+      // With two-factor active, `twoFactorCode` is checked too (in execute, where a recovery code
+      // is spent in the same transaction as the change).
       const ownEmailChange = person.id === input.caller.id && emailChanges(person, input.body);
+      if (ownEmailChange) await refuseWhileEmailMethodOn(context.db, person.id);
       const reauthentication = ownEmailChange
         ? await checkCurrentPassword(passwords, context.db, person, input.body.currentPassword, context.now)
         : null;
@@ -321,7 +335,16 @@ export function personCommands({ passwords, events }: PersonCommandDependencies)
       if (emailChanged && byOwner) {
         // The address changed between the two steps: nothing was checked, so nothing is charged.
         if (input.reauthentication === null) return new Refusal(REAUTHENTICATION_FAILED);
-        const refusal = await settleReauthentication(context, person.id, input.reauthentication);
+        await refuseWhileEmailMethodOn(tx, person.id);
+        const verdict = await reauthenticateSecondFactor(
+          tx,
+          secrets,
+          person.id,
+          input.reauthentication,
+          splitTwoFactorCode(input.body.twoFactorCode),
+          context.clock.now(),
+        );
+        const refusal = await settleReauthentication(context, person.id, verdict);
         if (refusal !== null) return refusal;
       }
       const changes: PersonUpdate = { name: trimmedName(input.body.name), updated_at: now };

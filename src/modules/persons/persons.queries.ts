@@ -15,8 +15,13 @@ import type {
   PersonSummary,
 } from './persons.schemas.ts';
 import { ownedScopeIdsOf, sharesOwnedScope } from './scope-ownership.repository.ts';
+import { personsWithActiveTwoFactor } from '../two-factor/two-factor.repository.ts';
 
-export function toPerson(row: PersonRow, ownedScopeIds: readonly string[]): Person {
+export function toPerson(
+  row: PersonRow,
+  ownedScopeIds: readonly string[],
+  twoFactorEnabled: boolean,
+): Person {
   return {
     id: row.id,
     name: row.name,
@@ -24,8 +29,8 @@ export function toPerson(row: PersonRow, ownedScopeIds: readonly string[]): Pers
     role: row.role,
     scopeId: row.scope_id,
     emailVerified: row.email_verified === 1,
-    // Two-factor authentication arrives with its own module; until then nobody has it.
-    twoFactorEnabled: false,
+    // Active only: a pending setup does not yet protect the sign-in.
+    twoFactorEnabled,
     ownedScopeIds: [...ownedScopeIds],
     isDeleted: row.deleted_at !== null,
     createdAt: row.created_at,
@@ -53,10 +58,18 @@ export async function presentPersons(
     isSystemAdmin(viewer) || administrators.length === 0 ? administrators : [...administrators, viewer.id],
   );
   const visible = new Set(owned.get(viewer.id) ?? []);
+  const twoFactor = await personsWithActiveTwoFactor(
+    db,
+    rows.map((row) => row.id),
+  );
   return rows.map((row) => {
     const scopes = owned.get(row.id) ?? [];
     const seesAll = isSystemAdmin(viewer) || row.id === viewer.id;
-    return toPerson(row, seesAll ? scopes : scopes.filter((scopeId) => visible.has(scopeId)));
+    return toPerson(
+      row,
+      seesAll ? scopes : scopes.filter((scopeId) => visible.has(scopeId)),
+      twoFactor.has(row.id),
+    );
   });
 }
 

@@ -31,6 +31,7 @@ import {
   ScopePersonParams,
   UpdatePersonBody,
 } from './persons.schemas.ts';
+import { twoFactorSecrets } from '../two-factor/second-factor.ts';
 
 const tags = ['Persons'];
 const security = [{ bearer: [] }];
@@ -44,7 +45,11 @@ const PERSON_CREATION: readonly RateLimitBudget[] = ['personCreationByActor', 'p
  */
 export function personRoutes(app: App, services: Services, events: PersonEvents = NO_PERSON_EVENTS): void {
   const { db } = services;
-  const commands = personCommands({ passwords: services.passwords, events });
+  const commands = personCommands({
+    passwords: services.passwords,
+    events,
+    secrets: twoFactorSecrets(services.config),
+  });
   const run = services.commands.run.bind(services.commands);
 
   app.post(
