@@ -29,6 +29,7 @@ import { healthRoutes } from './modules/health/health.routes.ts';
 import { permissionRoutes } from './modules/permissions/permissions.routes.ts';
 import { findPersonAuthState } from './modules/persons/persons.repository.ts';
 import { personRoutes } from './modules/persons/persons.routes.ts';
+import { registrationRoutes } from './modules/registration/registration.routes.ts';
 import { scopeRoutes } from './modules/scopes/scopes.routes.ts';
 import type { App, Services } from './services.ts';
 
@@ -150,6 +151,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<App> {
     accountEmailRoutes(api, services);
     personRoutes(api, services, accountEmailPersonEvents(services));
     extidpRoutes(api, services);
+    registrationRoutes(api, services);
   });
   return app;
 }

@@ -156,6 +156,34 @@ export interface ExtidpUsersTable {
   updated_at: IsoTime;
 }
 
+/**
+ * A self-registration awaiting its mailed link (spec §States). Confirming, discarding or
+ * exhausting its guesses removes the row, so its token then names nothing (`Invalid token.`).
+ */
+export interface PendingRegistrationsTable {
+  id: string;
+  scope_id: string;
+  name: string;
+  email: string;
+  /** Trimmed and lower-cased: the key of the per-address limits. */
+  email_normalized: string;
+  /** Argon2id PHC string (salt included); never returned, logged or audited. */
+  password_hash: string;
+  /** SHA-256 (hex) of the link token; the token itself is only ever in the mail. */
+  token_hash: string;
+  /** Wrong passwords still allowed at verify-email; the tenth wrong one discards the row. */
+  guesses_left: number;
+  created_at: IsoTime;
+  expires_at: IsoTime;
+}
+
+/** Attempt notices sent to the holder of an address (three per day-long window, across scopes). */
+export interface RegistrationNoticeBudgetsTable {
+  email_normalized: string;
+  window_started_at: IsoTime;
+  window_count: number;
+}
+
 export interface Database {
   persons: PersonsTable;
   scopes: ScopesTable;
@@ -167,6 +195,8 @@ export interface Database {
   email_links: EmailLinksTable;
   account_email_budgets: AccountEmailBudgetsTable;
   extidp_users: ExtidpUsersTable;
+  pending_registrations: PendingRegistrationsTable;
+  registration_notice_budgets: RegistrationNoticeBudgetsTable;
 }
 
 export type Db = Kysely<Database>;
@@ -185,5 +215,6 @@ export type ApplicationCredentialRow = Selectable<ApplicationCredentialsTable>;
 export type ScopePermissionRow = Selectable<ScopePermissionsTable>;
 export type EmailLinkRow = Selectable<EmailLinksTable>;
 export type ExtidpUserRow = Selectable<ExtidpUsersTable>;
+export type PendingRegistrationRow = Selectable<PendingRegistrationsTable>;
 
 export const toFlag = (value: boolean): Flag => (value ? 1 : 0);
