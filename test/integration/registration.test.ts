@@ -196,6 +196,52 @@ for (const dialect of DIALECTS) {
       expect((await signIn(holder.email, scope.id, 'correct horse battery staple')).status).toBe(200);
     });
 
+    it('neither mails nor stores anything for an address held by a restricted User; a deleted User holds none', async () => {
+      const restricted = await createUser(test, scope.id, {
+        email: freshEmail('restricted'),
+        restricted_at: test.clock.now().toISOString(),
+      });
+      const response = await register(registrationBody(restricted.email));
+      expect({ status: response.status, body: response.body }).toEqual({ status: 202, body: ACCEPTED });
+      expect(sink.mailsTo(restricted.email)).toEqual([]);
+      expect(await pendingRows(restricted.email.toLowerCase())).toEqual([]);
+
+      // A deleted User no longer holds the address: it can be registered anew.
+      const deleted = await createUser(test, scope.id, {
+        email: freshEmail('deleted'),
+        deleted_at: test.clock.now().toISOString(),
+      });
+      await register(registrationBody(deleted.email));
+      expect((await sink.waitForMail(deleted.email)).subject).toBe('Confirm your registration');
+      expect(await pendingRows(deleted.email.toLowerCase())).toHaveLength(1);
+    });
+
+    it('creates one account when the link is followed twice at once', async () => {
+      const email = freshEmail('racer');
+      await register(registrationBody(email));
+      const token = linkTokenOf(await sink.waitForMail(email));
+      const answers = await Promise.all(
+        Array.from({ length: 4 }, () => verify({ token, password: CHOSEN_PASSWORD })),
+      );
+      expect(answers.map((answer) => answer.status).sort()).toEqual([200, 400, 400, 400]);
+      for (const answer of answers.filter((candidate) => candidate.status === 400)) {
+        expectRefusal(answer, 400, 'Invalid token.');
+      }
+      expect(await personsWithEmail(email)).toHaveLength(1);
+    });
+
+    it('spends exactly one guess per wrong password, also when they arrive at once', async () => {
+      const email = freshEmail('concurrent-guesser');
+      await register(registrationBody(email));
+      const token = linkTokenOf(await sink.waitForMail(email));
+      const answers = await Promise.all(
+        Array.from({ length: 4 }, (_, index) => verify({ token, password: `wrong guess ${index}` })),
+      );
+      for (const answer of answers) expectRefusal(answer, 401, WRONG_PASSWORD);
+      const [row] = await pendingRows(email);
+      expect(row?.guesses_left).toBe(6);
+    });
+
     it('sends at most three attempt notices per address a day, across scopes', async () => {
       const email = freshEmail('much-wanted');
       const otherOwner = await createScopeAdmin(test);
