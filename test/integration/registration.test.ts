@@ -445,6 +445,30 @@ for (const dialect of DIALECTS) {
       ).toBe(200);
       expectRefusal(await verify({ token, password: CHOSEN_PASSWORD }), 400, 'Invalid token.');
       expect(await personsWithEmail(email)).toEqual([]);
+      expect(await pendingRows(email)).toHaveLength(1);
+
+      // A hard delete takes the scope's pending registrations with it.
+      expect(
+        (await test.request({ method: 'DELETE', url: `/api/scopes/${doomed.id}/hard`, token: adminToken() }))
+          .status,
+      ).toBe(200);
+      expect(await pendingRows(email)).toEqual([]);
+    });
+
+    it('links to the scope’s own verification page when it has one', async () => {
+      const branded = await createScope(test, [owner.id], { self_registration_enabled: 1 });
+      const links = await test.request({
+        method: 'PUT',
+        url: `/api/scopes/${branded.id}/email-links`,
+        token: ownerToken(),
+        body: { emailVerificationUrl: 'https://tenant.example.test/join', passwordResetUrl: null },
+      });
+      expect(links.status).toBe(200);
+      const email = freshEmail('branded');
+      await register(registrationBody(email, branded.id));
+      expect(linkOf(await sink.waitForMail(email))).toMatch(
+        /^https:\/\/tenant\.example\.test\/join\?token=[\w-]{43}$/,
+      );
     });
 
     it('is charged to the anonymous authentication rate limit', async () => {

@@ -84,7 +84,8 @@ export function accountEmailRoutes(app: App, services: Services): void {
       schema: {
         tags: authTags,
         operationId: 'Auth_VerifyEmail',
-        summary: 'Verify an email address with a verification link token',
+        summary:
+          'Verify an email address with a link token, or confirm a self-registration (with the password chosen at registration)',
         body: VerifyEmailBody,
         response: responses(VerifyEmailOutput, [400, 401, 409, 422, 429, 503]),
       },
