@@ -278,6 +278,22 @@ for (const dialect of DIALECTS) {
       expect(await rowsOf(scope.id)).toEqual([]);
     });
 
+    it('purges at most a batch at a time, the longest expired first', async () => {
+      const farFuture = () => new Date(test.clock.now().getTime() + 100 * 24 * 60 * 60 * 1000).toISOString();
+      await purgeExpiredPendingRegistrations(test.services.db, farFuture());
+      const scope = await openScope();
+      for (const label of ['batch-a', 'batch-b', 'batch-c']) {
+        await register(scope, freshEmail(label));
+        test.clock.advanceSeconds(60);
+      }
+      const [, , newest] = await rowsOf(scope.id);
+      const later = farFuture();
+      expect(await purgeExpiredPendingRegistrations(test.services.db, later, 2)).toBe(2);
+      expect(await rowsOf(scope.id)).toEqual([newest]);
+      expect(await purgeExpiredPendingRegistrations(test.services.db, later, 2)).toBe(1);
+      expect(await purgeExpiredPendingRegistrations(test.services.db, later, 2)).toBe(0);
+    });
+
     it('never writes a link token, the password or its hash to the log', async () => {
       const scope = await openScope();
       const email = freshEmail('logged');

@@ -158,14 +158,25 @@ const secondsBefore = (now: IsoTime, seconds: number): IsoTime =>
 
 /**
  * For the retention pass: removes pending registrations that expired more than seven days ago
- * (DECISIONS §7), and notice budgets whose window ended as long ago. Returns how many pending
- * registrations were removed.
+ * (DECISIONS §7), at most `limit` of them when given (the pass's batch size), and notice
+ * budgets whose window ended as long ago. Returns how many pending registrations were removed.
  */
-export async function purgeExpiredPendingRegistrations(db: DbOrTx, now: IsoTime): Promise<number> {
+export async function purgeExpiredPendingRegistrations(
+  db: DbOrTx,
+  now: IsoTime,
+  limit?: number,
+): Promise<number> {
   const boundary = secondsBefore(now, EXPIRED_PENDING_REGISTRATION_KEPT_SECONDS);
   const result = await db
     .deleteFrom('pending_registrations')
-    .where('expires_at', '<=', boundary)
+    .where('id', 'in', (eb) =>
+      eb
+        .selectFrom('pending_registrations')
+        .select('id')
+        .where('expires_at', '<=', boundary)
+        .orderBy('expires_at')
+        .$if(limit !== undefined, (query) => query.limit(limit ?? 0)),
+    )
     .executeTakeFirst();
   // A notice window lasts a day; one that started over eight days ago ended seven days ago.
   await db
