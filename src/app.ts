@@ -29,6 +29,7 @@ import { healthRoutes } from './modules/health/health.routes.ts';
 import { permissionRoutes } from './modules/permissions/permissions.routes.ts';
 import { findPersonAuthState } from './modules/persons/persons.repository.ts';
 import { personRoutes } from './modules/persons/persons.routes.ts';
+import { registrationRoutes } from './modules/registration/registration.routes.ts';
 import { scopeRoutes } from './modules/scopes/scopes.routes.ts';
 import { twoFactorRoutes } from './modules/two-factor/two-factor.routes.ts';
 import type { App, Services } from './services.ts';
@@ -152,6 +153,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<App> {
     personRoutes(api, services, accountEmailPersonEvents(services));
     extidpRoutes(api, services);
     twoFactorRoutes(api, services);
+    registrationRoutes(api, services);
   });
   return app;
 }

@@ -212,6 +212,34 @@ export interface TwoFactorLocksTable {
   updated_at: IsoTime;
 }
 
+/**
+ * A self-registration awaiting its mailed link (spec §States). Confirming, discarding or
+ * exhausting its guesses removes the row, so its token then names nothing (`Invalid token.`).
+ */
+export interface PendingRegistrationsTable {
+  id: string;
+  scope_id: string;
+  name: string;
+  email: string;
+  /** Trimmed and lower-cased: the key of the per-address limits. */
+  email_normalized: string;
+  /** Argon2id PHC string (salt included); never returned, logged or audited. */
+  password_hash: string;
+  /** SHA-256 (hex) of the link token; the token itself is only ever in the mail. */
+  token_hash: string;
+  /** Wrong passwords still allowed at verify-email; the tenth wrong one discards the row. */
+  guesses_left: number;
+  created_at: IsoTime;
+  expires_at: IsoTime;
+}
+
+/** Attempt notices sent to the holder of an address (three per day-long window, across scopes). */
+export interface RegistrationNoticeBudgetsTable {
+  email_normalized: string;
+  window_started_at: IsoTime;
+  window_count: number;
+}
+
 export interface Database {
   persons: PersonsTable;
   scopes: ScopesTable;
@@ -227,6 +255,8 @@ export interface Database {
   two_factor_recovery_codes: TwoFactorRecoveryCodesTable;
   two_factor_challenges: TwoFactorChallengesTable;
   two_factor_locks: TwoFactorLocksTable;
+  pending_registrations: PendingRegistrationsTable;
+  registration_notice_budgets: RegistrationNoticeBudgetsTable;
 }
 
 export type Db = Kysely<Database>;
@@ -248,5 +278,6 @@ export type ExtidpUserRow = Selectable<ExtidpUsersTable>;
 export type TwoFactorConfigRow = Selectable<TwoFactorConfigsTable>;
 export type TwoFactorChallengeRow = Selectable<TwoFactorChallengesTable>;
 export type TwoFactorLockRow = Selectable<TwoFactorLocksTable>;
+export type PendingRegistrationRow = Selectable<PendingRegistrationsTable>;
 
 export const toFlag = (value: boolean): Flag => (value ? 1 : 0);

@@ -2,7 +2,14 @@ import type { FastifyBaseLogger } from 'fastify';
 import nodemailer, { type Transporter } from 'nodemailer';
 
 /** The kinds of mail the service sends; each has its own template (templates.ts). */
-export type MailKind = 'verification' | 'password-reset' | 'email-changed' | 'two-factor-code';
+export type MailKind =
+  | 'verification'
+  | 'password-reset'
+  | 'email-changed'
+  | 'two-factor-code'
+  | 'registration'
+  | 'registration-attempt'
+  | 'registration-confirmed';
 
 export interface Mail {
   readonly kind: MailKind;

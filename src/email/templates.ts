@@ -74,8 +74,68 @@ export function twoFactorCodeMail(recipient: Recipient, code: string, lifetimeMi
   return { kind: 'two-factor-code', to: recipient.email, subject: 'Your sign-in code', text, html };
 }
 
+/**
+ * The link of a pending self-registration (spec §States): following it with the password
+ * chosen at registration creates the account.
+ */
+export function registrationMail(
+  recipient: Recipient,
+  scopeName: string,
+  target: LinkOrToken,
+  lifetimeHours: number,
+): Mail {
+  return linkMail(recipient, target, {
+    kind: 'registration',
+    subject: 'Confirm your registration',
+    action: `confirm your registration to ${scopeName} (you will be asked for the password you chose)`,
+    tokenAction: `To confirm your registration to ${scopeName}, submit this token with the password you chose`,
+    closing: `The link is valid for ${lifetimeHours} hours. Your account is created only when you confirm. If you did not register, you can ignore this email.`,
+  });
+}
+
+/**
+ * To the holder of an address someone tried to register again (spec §Events). It carries no
+ * link and nothing the person attempting it chose: only that it happened, and where.
+ */
+export function registrationAttemptMail(recipient: Recipient, scopeName: string): Mail {
+  const lines = [
+    `Someone tried to register a new account with this email address at ${scopeName}.`,
+    'Your address already has an account there, so nothing was created and nothing about your account changed.',
+    'If this was you, sign in with your existing account, or ask for a password reset if you have forgotten the password.',
+    'If it was not you, you can ignore this email.',
+  ];
+  return {
+    kind: 'registration-attempt',
+    to: recipient.email,
+    subject: 'Someone tried to register with your email address',
+    text: [`Hello ${recipient.name},`, '', ...lines].join('\n'),
+    html: [
+      `<p>Hello ${escapeHtml(recipient.name)},</p>`,
+      ...lines.map((line) => `<p>${escapeHtml(line)}</p>`),
+    ].join('\n'),
+  };
+}
+
+/** Sent once the registration link was followed and the account created (spec §Events). */
+export function registrationConfirmedMail(recipient: Recipient, scopeName: string): Mail {
+  const lines = [
+    `Your account at ${scopeName} has been created and your email address is verified.`,
+    'You can now sign in with this address and the password you chose.',
+  ];
+  return {
+    kind: 'registration-confirmed',
+    to: recipient.email,
+    subject: 'Your account has been created',
+    text: [`Hello ${recipient.name},`, '', ...lines].join('\n'),
+    html: [
+      `<p>Hello ${escapeHtml(recipient.name)},</p>`,
+      ...lines.map((line) => `<p>${escapeHtml(line)}</p>`),
+    ].join('\n'),
+  };
+}
+
 interface LinkWording {
-  readonly kind: 'verification' | 'password-reset';
+  readonly kind: 'verification' | 'password-reset' | 'registration';
   readonly subject: string;
   readonly action: string;
   readonly tokenAction: string;
@@ -97,7 +157,8 @@ function linkMail(recipient: Recipient, target: LinkOrToken, wording: LinkWordin
     const href = escapeHtml(target.url);
     const html = [
       `<p>Hello ${escapeHtml(recipient.name)},</p>`,
-      `<p>Open this link to ${wording.action}:</p>`,
+      // Escaped: a registration's wording names the scope, which administrators choose.
+      `<p>Open this link to ${escapeHtml(wording.action)}:</p>`,
       `<p><a href="${href}">${href}</a></p>`,
       `<p>${escapeHtml(wording.closing)}</p>`,
     ].join('\n');
@@ -106,7 +167,7 @@ function linkMail(recipient: Recipient, target: LinkOrToken, wording: LinkWordin
   const text = [greeting, '', `${wording.tokenAction}:`, '', target.token, '', wording.closing].join('\n');
   const html = [
     `<p>Hello ${escapeHtml(recipient.name)},</p>`,
-    `<p>${wording.tokenAction}:</p>`,
+    `<p>${escapeHtml(wording.tokenAction)}:</p>`,
     `<p><code>${escapeHtml(target.token)}</code></p>`,
     `<p>${escapeHtml(wording.closing)}</p>`,
   ].join('\n');

@@ -55,6 +55,8 @@ export const MESSAGE_STATUS = {
   'Two-factor authentication is not available to external-provider users.': 403,
   // One answer for a missing, deleted or extidp-disabled scope, so the three are not told apart.
   'Extidp sign-in is not available for this scope.': 403,
+  // One answer for a missing, deleted or closed scope at register, so the three are not told apart.
+  'Self-registration is not available for this scope.': 403,
   // 404
   'Not found.': 404,
   'Scope not found.': 404,
@@ -74,6 +76,8 @@ export const MESSAGE_STATUS = {
   'Turn off the email sign-in method before changing your email address.': 409,
   'Two-factor authentication is already active. Turn it off first.': 409,
   'The person is deleted, restricted or cannot sign in, so no email was sent.': 409,
+  // 422
+  'The password is required to confirm this registration.': 422,
   // 413, 415 are answered as 400 malformed (spec: a body that is not JSON is malformed)
   // 429
   'Too many requests.': 429,

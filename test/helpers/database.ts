@@ -8,6 +8,11 @@ export interface TestDatabase {
   readonly handle: DatabaseHandle;
   readonly url: string;
   readonly schema: string | null;
+  /**
+   * Runs a schema change a test makes on purpose (dropping a table to provoke a failure) under
+   * the lock below, so it cannot pull a table from under another file's migration.
+   */
+  changeSchema(change: () => Promise<unknown>): Promise<void>;
   drop(): Promise<void>;
 }
 
@@ -19,7 +24,15 @@ export async function createTestDatabase(dialect: Dialect): Promise<TestDatabase
   if (dialect === 'sqlite') {
     const handle = openDatabase('sqlite::memory:');
     await migrateToLatest(handle.db);
-    return { handle, url: 'sqlite::memory:', schema: null, drop: () => handle.close() };
+    return {
+      handle,
+      url: 'sqlite::memory:',
+      schema: null,
+      changeSchema: async (change) => {
+        await change();
+      },
+      drop: () => handle.close(),
+    };
   }
   const schema = `${TEST_SCHEMA_PREFIX}${randomBytes(6).toString('hex')}`;
   const handle = openDatabase(TEST_DATABASE_URL, { postgresSchema: schema, postgresPoolSize: 5 });
@@ -31,6 +44,9 @@ export async function createTestDatabase(dialect: Dialect): Promise<TestDatabase
     handle,
     url: TEST_DATABASE_URL,
     schema,
+    changeSchema: async (change) => {
+      await withSchemaLock(change);
+    },
     drop: async () => {
       await handle.close();
       await withSchemaLock((client) => client.query(`drop schema if exists ${schema} cascade`));

@@ -120,6 +120,32 @@ for (const dialect of DIALECTS) {
       }
     });
 
+    it('lists the self-registration operations with their statuses', () => {
+      const register = document.paths['/api/auth/register']?.post;
+      expect(register?.operationId).toBe('Auth_Register');
+      expect(register?.security ?? []).toEqual([]);
+      expect(Object.keys(register?.responses ?? {}).sort()).toEqual(['202', '400', '403', '429', '500']);
+      const list = document.paths['/api/scopes/{id}/pending-registrations']?.get;
+      expect(list?.operationId).toBe('PendingRegistration_List');
+      const item = list?.responses?.['200']?.content?.['application/json']?.schema?.properties?.data as {
+        items?: { properties?: Record<string, unknown> };
+      };
+      // Never the password hash, its salt or the token (spec §Resources).
+      expect(Object.keys(item.items?.properties ?? {}).sort()).toEqual([
+        'createdAt',
+        'email',
+        'expiresAt',
+        'guessesLeft',
+        'id',
+        'name',
+      ]);
+      const discard = document.paths['/api/scopes/{id}/pending-registrations/{registrationId}']?.delete;
+      expect(discard?.operationId).toBe('PendingRegistration_Discard');
+      expect(Object.keys(document.paths['/api/auth/verify-email']?.post?.responses ?? {})).toEqual(
+        expect.arrayContaining(['200', '400', '401', '409', '422', '429']),
+      );
+    });
+
     it('documents the detailed health route’s 503', () => {
       expect(Object.keys(document.paths['/api/healthcheck/detailed']?.get?.responses ?? {})).toContain('503');
     });

@@ -5,6 +5,7 @@ import { applications } from './0004-applications.ts';
 import { extidp } from './0005-extidp.ts';
 import { auditIndexes } from './0006-audit-indexes.ts';
 import { twoFactor } from './0007-two-factor.ts';
+import { selfRegistration } from './0008-self-registration.ts';
 import type { Migration } from './migration.ts';
 
 /** Every migration, in order. Names never change once released. */
@@ -16,4 +17,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0005-extidp': extidp,
   '0006-audit-indexes': auditIndexes,
   '0007-two-factor': twoFactor,
+  '0008-self-registration': selfRegistration,
 };

@@ -26,6 +26,12 @@ import {
 import type { PasswordRecoveryBody, PasswordResetBody, VerifyEmailBody } from './account-email.schemas.ts';
 import { passwordProblem } from '../../crypto/password-rules.ts';
 import { findPerson } from '../persons/persons.repository.ts';
+import {
+  confirmPendingRegistration,
+  type PreparedConfirmation,
+  prepareConfirmation,
+  type RegistrationDependencies,
+} from '../registration/registration.commands.ts';
 
 /** The password rules of DECISIONS §7 (length, and not among the most common passwords). */
 function checkNewPassword(password: string): void {
@@ -33,27 +39,56 @@ function checkNewPassword(password: string): void {
   if (problem !== null) throw new Refusal(problem);
 }
 
-export type VerifyEmailOutcome = { readonly alreadyVerified: boolean };
+export type VerifyEmailOutcome = {
+  readonly alreadyVerified: boolean;
+  /** The token was a pending self-registration's, and the account now exists. */
+  readonly accountCreated: boolean;
+};
+
+interface PreparedVerification {
+  readonly token: string;
+  /** Set when the token names no person's link but a pending self-registration. */
+  readonly registration: PreparedConfirmation | null;
+}
 
 /**
- * POST /api/auth/verify-email for a person's link: spends it and marks the address verified.
- * An address already verified answers 200 (DECISIONS §10).
+ * POST /api/auth/verify-email. A person's link: spends it and marks the address verified; an
+ * address already verified answers 200 (DECISIONS §10). A token that names no person's link is
+ * looked up among pending self-registrations (the registration module), whose password is
+ * checked in prepare, outside the transaction, because Argon2 is slow on purpose.
  */
-export const verifyEmail = defineCommand({
-  name: 'VerifyEmailCommand',
-  async execute(context, body: VerifyEmailBody): Promise<VerifyEmailOutcome | Refusal> {
-    const { tx, now } = context;
-    const followed = await readLink(tx, body.token, 'verification', now);
-    // Branch point: a token that names no person's link will be looked up among pending
-    // self-registrations here (the registration module), before answering `Invalid token.`.
-    if (followed === null) return new Refusal('Invalid token.');
-    context.setTarget(followed.person.id);
-    if (!(await spendLink(tx, followed.link.id, now))) return new Refusal('Token already used.');
-    const alreadyVerified = followed.person.email_verified === 1;
-    if (!alreadyVerified) await markEmailVerified(tx, followed.person.id, now);
-    return { alreadyVerified };
-  },
-});
+export function verifyEmailCommand(dependencies: RegistrationDependencies) {
+  return defineCommand<VerifyEmailBody, VerifyEmailOutcome, PreparedVerification>({
+    name: 'VerifyEmailCommand',
+    async prepare(context, body): Promise<PreparedVerification> {
+      if ((await readLink(context.db, body.token, 'verification', context.now)) !== null) {
+        return { token: body.token, registration: null };
+      }
+      const registration = await prepareConfirmation(
+        context,
+        dependencies.passwords,
+        body.token,
+        body.password,
+      );
+      return { token: body.token, registration };
+    },
+    async execute(context, prepared): Promise<VerifyEmailOutcome | Refusal> {
+      const { tx, now } = context;
+      const followed = await readLink(tx, prepared.token, 'verification', now);
+      if (followed === null) {
+        if (prepared.registration === null) return new Refusal('Invalid token.');
+        const confirmed = await confirmPendingRegistration(context, dependencies, prepared.registration);
+        if (confirmed instanceof Refusal) return confirmed;
+        return { alreadyVerified: false, accountCreated: true };
+      }
+      context.setTarget(followed.person.id);
+      if (!(await spendLink(tx, followed.link.id, now))) return new Refusal('Token already used.');
+      const alreadyVerified = followed.person.email_verified === 1;
+      if (!alreadyVerified) await markEmailVerified(tx, followed.person.id, now);
+      return { alreadyVerified, accountCreated: false };
+    },
+  });
+}
 
 interface PreparedReset {
   readonly token: string;

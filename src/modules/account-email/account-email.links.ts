@@ -114,7 +114,7 @@ async function issueLink(
 }
 
 /** A scope's own link base replaces the global one for that scope's Users (DECISIONS §8). */
-async function linkBase(
+export async function linkBase(
   db: DbOrTx,
   email: Config['email'],
   scopeId: string | null,

@@ -7,7 +7,7 @@ import {
   administratorVerificationEmailCommand,
   resendVerificationCommand,
   resetPasswordCommand,
-  verifyEmail,
+  verifyEmailCommand,
 } from './account-email.commands.ts';
 import {
   EmptyOutput,
@@ -33,6 +33,7 @@ export function accountEmailRoutes(app: App, services: Services): void {
     await recoveryQueue.stop();
   });
   const resetPassword = resetPasswordCommand(services.passwords);
+  const verifyEmail = verifyEmailCommand(services);
   const resendVerification = resendVerificationCommand(services);
   const administratorVerificationEmail = administratorVerificationEmailCommand(services);
   const administratorPasswordReset = administratorPasswordResetCommand(services);
@@ -83,17 +84,20 @@ export function accountEmailRoutes(app: App, services: Services): void {
       schema: {
         tags: authTags,
         operationId: 'Auth_VerifyEmail',
-        summary: 'Verify an email address with a verification link token',
+        summary:
+          'Verify an email address with a link token, or confirm a self-registration (with the password chosen at registration)',
         body: VerifyEmailBody,
-        response: responses(VerifyEmailOutput, [400, 429]),
+        response: responses(VerifyEmailOutput, [400, 401, 409, 422, 429, 503]),
       },
     },
     async (request) => {
       const outcome = await commands.run(verifyEmail, request.body, null);
-      return ok(
-        outcome,
-        outcome.alreadyVerified ? 'Email address already verified.' : 'Email address verified.',
-      );
+      const message = outcome.accountCreated
+        ? 'Registration confirmed. Your account has been created.'
+        : outcome.alreadyVerified
+          ? 'Email address already verified.'
+          : 'Email address verified.';
+      return ok({ alreadyVerified: outcome.alreadyVerified }, message);
     },
   );
 

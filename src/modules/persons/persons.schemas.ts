@@ -31,14 +31,17 @@ export type Person = Static<typeof Person>;
 export const PersonSummary = Type.Object({ id: Guid, name: Type.String(), email: Type.String() });
 export type PersonSummary = Static<typeof PersonSummary>;
 
-const Name = Type.String({ minLength: 1, maxLength: 200 });
+export const Name = Type.String({ minLength: 1, maxLength: 200 });
 /** Stored trimmed, so surrounding whitespace is allowed here; one @ and no inner whitespace. */
-const Email = Type.String({
+export const Email = Type.String({
   maxLength: 320,
   pattern: '^\\s*[^\\s@]+@[^\\s@]+\\s*$',
   errorMessage: 'Email is not valid.',
 });
-const Password = Type.String({ minLength: MINIMUM_PASSWORD_LENGTH, maxLength: MAXIMUM_PASSWORD_LENGTH });
+export const Password = Type.String({
+  minLength: MINIMUM_PASSWORD_LENGTH,
+  maxLength: MAXIMUM_PASSWORD_LENGTH,
+});
 
 /** A pattern matching the word in any case (JSON Schema patterns have no case-insensitive flag). */
 const anyCase = (word: string): string =>
