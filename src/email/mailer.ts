@@ -2,7 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import nodemailer, { type Transporter } from 'nodemailer';
 
 /** The kinds of mail the service sends; each has its own template (templates.ts). */
-export type MailKind = 'verification' | 'password-reset' | 'email-changed';
+export type MailKind = 'verification' | 'password-reset' | 'email-changed' | 'restriction-lifted';
 
 export interface Mail {
   readonly kind: MailKind;

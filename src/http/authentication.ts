@@ -11,8 +11,13 @@ export interface IdentityState {
   readonly scopeId: string | null;
   /** null for identities that carry no stamp (external-provider users). */
   readonly securityStamp: string | null;
-  /** Deleted, anonymised, or suspended pending erasure. */
+  /** Logically deleted or anonymised: refused everywhere. */
   readonly gone: boolean;
+  /**
+   * Suspended pending erasure: refused everywhere except the subject-rights endpoints, where the
+   * subject may still take a copy of their data and a repeated request is answered 409.
+   */
+  readonly erasurePending: boolean;
   readonly restricted: boolean;
 }
 
@@ -76,7 +81,10 @@ export function createAuthenticator(tokens: TokenService, db: Db, resolvers: Ide
     if (identity.securityStamp !== null && claims.sst !== identity.securityStamp) {
       throw new Refusal('This token has been revoked. Sign in again.');
     }
-    if (identity.gone || (identity.restricted && access.subjectRights !== true)) {
+    // Restricted and erasure-pending identities keep only their data-subject rights (spec
+    // §States); elsewhere even their full tokens are refused.
+    const limitedToSubjectRights = identity.restricted || identity.erasurePending;
+    if (identity.gone || (limitedToSubjectRights && access.subjectRights !== true)) {
       throw new Refusal('This token is no longer valid. Sign in again.');
     }
     if (access.roles !== undefined && !access.roles.includes(identity.role)) {
