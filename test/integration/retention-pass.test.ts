@@ -134,6 +134,16 @@ for (const dialect of DIALECTS) {
       expect(await personRow(test, live.id)).toMatchObject({ name: live.row.name, email: live.email });
     });
 
+    it('counts an identity that is both deleted and erasure-pending once', async () => {
+      const scope = await createScope(test, [admin.id]);
+      const both = await createUser(test, scope.id, {
+        deleted_at: new Date(test.clock.now().getTime() - 40 * DAY_SECONDS * 1000).toISOString(),
+      });
+      await requestErasureDirectly(test, both.id);
+      expect(await reconcile()).toEqual({ anonymised: 1, remaining: 0 });
+      expect(await anonymisedAt(test, both.id)).not.toBeNull();
+    });
+
     it('purges links expired more than 7 days ago, in batches, and keeps younger ones', async () => {
       const scope = await createScope(test, [admin.id]);
       const person = await createUser(test, scope.id);

@@ -348,6 +348,33 @@ for (const dialect of DIALECTS) {
       expect(await personRow(test, user.id)).toMatchObject({ restricted_at: null, restriction_ground: null });
     });
 
+    it('answers wrong-typed and non-JSON bodies 400 malformed, and changes nothing', async () => {
+      const scope = await createScope(test, [admin.id]);
+      const user = await createUser(test, scope.id, { restricted_at: test.clock.now().toISOString() });
+      const before = await personRow(test, user.id);
+      const cases: Array<[string, unknown]> = [
+        ['/api/auth/processing-restriction/lift', { personId: 'not-a-guid' }],
+        ['/api/auth/processing-restriction/lift', { personId: 42 }],
+        ['/api/auth/processing-restriction', { ground: 42 }],
+        ['/api/auth/erasure-request', { currentPassword: 42 }],
+        ['/api/auth/erasure-request', { idToken: ['a'] }],
+        ['/api/auth/erasure-request', '{not json'],
+      ];
+      for (const [url, body] of cases) {
+        const response = await test.request({
+          method: 'POST',
+          url,
+          token: user.token,
+          body,
+          headers: { 'content-type': 'application/json' },
+          remoteAddress: freshClientAddress(),
+        });
+        expect(response.status, `${url} ${JSON.stringify(body)}`).toBe(400);
+        expect(response.body, `${url} ${JSON.stringify(body)}`).toEqual(refusal('The request is malformed.'));
+      }
+      expect(await personRow(test, user.id)).toEqual(before);
+    });
+
     it('lets the subject lift their own restriction; the subject-rights token stays 403 elsewhere afterwards', async () => {
       const scope = await createScope(test, [admin.id]);
       const user = await createUser(test, scope.id, { restricted_at: test.clock.now().toISOString() });

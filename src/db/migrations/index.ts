@@ -4,6 +4,7 @@ import { accountEmail } from './0003-account-email.ts';
 import { applications } from './0004-applications.ts';
 import { extidp } from './0005-extidp.ts';
 import { auditIndexes } from './0006-audit-indexes.ts';
+import { subjectRights } from './0009-subject-rights.ts';
 import type { Migration } from './migration.ts';
 
 /** Every migration, in order. Names never change once released. */
@@ -14,4 +15,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0004-applications': applications,
   '0005-extidp': extidp,
   '0006-audit-indexes': auditIndexes,
+  '0009-subject-rights': subjectRights,
 };

@@ -1,5 +1,6 @@
 import { defineCommand, type StepContext } from '../../audit/command-runner.ts';
 import type { PasswordHasher } from '../../crypto/passwords.ts';
+import type { DbOrTx } from '../../db/database.ts';
 import type { Mailer } from '../../email/mailer.ts';
 import { restrictionLiftedMail } from '../../email/templates.ts';
 import { type Caller, isSystemAdmin } from '../../http/access.ts';
@@ -50,7 +51,7 @@ export const FRESH_ID_TOKEN_SECONDS = 10 * 60;
 type CallerInput<Body> = { readonly caller: Caller; readonly body: Body };
 
 /** The caller's own live row; authentication admitted them, so only a race can miss it. */
-async function callerSubject(db: Parameters<typeof findLiveSubject>[0], caller: Caller): Promise<SubjectRow> {
+async function callerSubject(db: DbOrTx, caller: Caller): Promise<SubjectRow> {
   const subject = await findLiveSubject(db, caller.kind, caller.id);
   if (subject === undefined) throw new Refusal(NO_LONGER_VALID);
   return subject;
