@@ -220,7 +220,7 @@ for (const dialect of DIALECTS) {
 if (DIALECTS.includes('postgres')) {
   describe('retention pass with two instances on PostgreSQL', () => {
     let test: TestApp;
-    let second: { app: App; schedule: RetentionSchedule; close: () => Promise<void> };
+    let second: { app: App; schedule: RetentionSchedule; close: () => Promise<void> } | undefined;
     let admin: PersonFixture;
 
     beforeAll(async () => {
@@ -252,7 +252,7 @@ if (DIALECTS.includes('postgres')) {
       admin = await createSystemAdmin(test);
     });
     afterAll(async () => {
-      await second.close();
+      await second?.close();
       await test.close();
     });
 
@@ -277,7 +277,7 @@ if (DIALECTS.includes('postgres')) {
         await holder.query('select pg_advisory_xact_lock($1::integer, hashtext(current_schema()))', [
           RETENTION_LOCK_CLASS,
         ]);
-        const skipped = await second.schedule.runOnce();
+        const skipped = await second!.schedule.runOnce();
         expect(skipped).toEqual({ ran: false, anonymised: 0, purged: 0, remaining: 0 });
         for (const id of ids) expect(await anonymisedAt(test, id)).toBeNull();
 
@@ -308,7 +308,7 @@ if (DIALECTS.includes('postgres')) {
       });
       expect(scheduledFirst.body.totalRecords).toBe(20);
       const results = await Promise.all([
-        second.schedule.runOnce(),
+        second!.schedule.runOnce(),
         test.request({ method: 'POST', url: '/api/auth/erasure-reconciliation', token: admin.token }),
       ]);
       const scheduled = results[0]!;

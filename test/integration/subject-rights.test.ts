@@ -241,6 +241,12 @@ for (const dialect of DIALECTS) {
       });
       expect(repeated.status).toBe(409);
       expect(repeated.body).toEqual(refusal(ERASURE_PENDING));
+      // Answered before any password check: a wrong one costs no guess.
+      const repeatedWrong = await postAs(test, '/api/auth/erasure-request', rightsToken, {
+        currentPassword: 'wrong',
+      });
+      expect(repeatedWrong.status).toBe(409);
+      expect(await personRow(test, subject.id)).toMatchObject({ reauthentication_failures: 0 });
       const suspended = await signIn(test, { email, password: PASSWORD });
       expect(suspended.status).toBe(401);
       expect(suspended.body).toEqual(refusal('Invalid credentials.'));
