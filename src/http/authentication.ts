@@ -72,6 +72,7 @@ export function createAuthenticator(tokens: TokenService, db: Db, resolvers: Ide
         scopeId: claims.scopeId ?? null,
         tokenKind: 'full',
         restricted: false,
+        erasurePending: false,
       } satisfies Caller;
       return;
     }
@@ -98,6 +99,7 @@ export function createAuthenticator(tokens: TokenService, db: Db, resolvers: Ide
       scopeId: identity.scopeId,
       tokenKind: bearer.kind,
       restricted: identity.restricted,
+      erasurePending: identity.erasurePending,
     } satisfies Caller;
   };
 }

@@ -273,6 +273,13 @@ for (const dialect of DIALECTS) {
         token: admin.token,
       });
       expect(byActor.body.totalRecords).toBeGreaterThan(0);
+      const byTarget = await test.request({
+        method: 'GET',
+        url: `/api/audit-log?TargetId=${subject.id}&Action=RequestErasureCommand&Succeeded=false`,
+        token: admin.token,
+      });
+      // The refused attempts: wrong and missing password, then the two repeats.
+      expect(byTarget.body.totalRecords).toBe(4);
 
       // Reconciliation runs the pass now.
       const reconciled = await test.request({
@@ -323,6 +330,12 @@ for (const dialect of DIALECTS) {
         token: admin.token,
       });
       expect(cleared.body.totalRecords).toBe(0);
+      const clearedTarget = await test.request({
+        method: 'GET',
+        url: `/api/audit-log?TargetId=${subject.id}`,
+        token: admin.token,
+      });
+      expect(clearedTarget.body.totalRecords).toBe(0);
       expect(
         (await auditEntries(test, 'RestrictProcessingCommand')).some((entry) => entry.actor_id === null),
       ).toBe(true);
@@ -442,6 +455,18 @@ for (const dialect of DIALECTS) {
         personId: user.id,
       });
       expect(byRestrictedAdmin.status).toBe(403);
+      // So does one whose erasure is pending, with the full token they had before.
+      const leavingAdmin = await createSystemAdmin(test);
+      await test.services.db
+        .updateTable('persons')
+        .set({ erasure_requested_at: restrictedAt })
+        .where('id', '=', leavingAdmin.id)
+        .execute();
+      const byLeavingAdmin = await postAs(test, '/api/auth/processing-restriction/lift', leavingAdmin.token, {
+        personId: user.id,
+      });
+      expect(byLeavingAdmin.status).toBe(403);
+      expect(byLeavingAdmin.body).toEqual(refusal(FORBIDDEN));
       expect(await personRow(test, user.id)).toMatchObject({ restricted_at: restrictedAt });
 
       const unknown = await postAs(test, '/api/auth/processing-restriction/lift', admin.token, {
@@ -467,7 +492,7 @@ for (const dialect of DIALECTS) {
       expect(ofUser.filter((entry) => entry.succeeded === 1)).toEqual([
         expect.objectContaining({ actor_id: admin.id, target_id: user.id }),
       ]);
-      expect(ofUser.filter((entry) => entry.succeeded === 0)).toHaveLength(3);
+      expect(ofUser.filter((entry) => entry.succeeded === 0)).toHaveLength(4);
     });
 
     it('refuses the erasure of a scope’s last owner with 409 and changes nothing', async () => {

@@ -107,9 +107,11 @@ export function privacyCommands({ passwords, extidpTokens, mailer }: PrivacyComm
       const targetId = body.personId ?? caller.id;
       context.setTarget(targetId);
       const own = targetId === caller.id;
-      // Lifting someone else's restriction is an administrator's act: a restricted caller (or a
-      // subject-rights token) exercises only their own rights.
-      if (!own && !(isSystemAdmin(caller) && caller.tokenKind === 'full' && !caller.restricted)) {
+      // Lifting someone else's restriction is an administrator's act: a restricted or
+      // erasure-pending caller (or a subject-rights token) exercises only their own rights.
+      const actsAsAdministrator =
+        isSystemAdmin(caller) && caller.tokenKind === 'full' && !caller.restricted && !caller.erasurePending;
+      if (!own && !actsAsAdministrator) {
         throw new Refusal(FORBIDDEN);
       }
       const subject = own
