@@ -13,6 +13,7 @@ import { createMailer, type Mailer } from './email/mailer.ts';
 import { createAuthenticator, type IdentityResolvers } from './http/authentication.ts';
 import { type ClientAddress, resolveClientAddress } from './http/client-address.ts';
 import { installErrorHandling } from './http/errors.ts';
+import { RetentionSchedule } from './jobs/retention-pass.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { registerRateLimits } from './http/rate-limits.ts';
 import { addCaseInsensitiveKeys, validatorCompiler } from './http/validation.ts';
@@ -24,9 +25,11 @@ import { accountEmailRoutes } from './modules/account-email/account-email.routes
 import { accountEmailPersonEvents } from './modules/account-email/person-events.ts';
 import { authRoutes } from './modules/auth/auth.routes.ts';
 import { findExtidpUserAuthState } from './modules/extidp/extidp.repository.ts';
+import { ExtidpTokenVerifier } from './modules/extidp/extidp-token-verifier.ts';
 import { extidpRoutes } from './modules/extidp/extidp.routes.ts';
 import { healthRoutes } from './modules/health/health.routes.ts';
 import { permissionRoutes } from './modules/permissions/permissions.routes.ts';
+import { privacyRoutes } from './modules/privacy/privacy.routes.ts';
 import { findPersonAuthState } from './modules/persons/persons.repository.ts';
 import { personRoutes } from './modules/persons/persons.routes.ts';
 import { registrationRoutes } from './modules/registration/registration.routes.ts';
@@ -46,6 +49,11 @@ export interface AppDependencies {
   readonly rateLimitNamespace?: string;
   /** Mail delivery; default: SMTP when SERVICE_SMTP_URL is set, else the logging fallback. */
   readonly mailer?: Mailer;
+  /**
+   * Run the retention pass on a schedule while the app is up (server.ts: hourly). Off unless
+   * given, so tests run the pass when they choose.
+   */
+  readonly retentionSchedule?: { readonly intervalMs: number } | null;
 }
 
 const CLIENT_ADDRESS = Symbol('clientAddress');
@@ -77,9 +85,22 @@ export async function buildApp(dependencies: AppDependencies): Promise<App> {
     redis: dependencies.redis ?? null,
     log: app.log,
     mailer: dependencies.mailer ?? createMailer(config.email, app.log),
+    extidpTokens: new ExtidpTokenVerifier(config.extidp, clock, app.log),
   };
-  // Mail already queued is still delivered on a graceful close.
+  const retention =
+    dependencies.retentionSchedule === undefined || dependencies.retentionSchedule === null
+      ? null
+      : new RetentionSchedule(services.commands, app.log, {
+          dialect: database.dialect,
+          batchSize: config.retentionPurgeBatchSize,
+          intervalMs: dependencies.retentionSchedule.intervalMs,
+        });
+  app.decorate('retentionSchedule', retention);
+  if (retention !== null) app.addHook('onReady', () => retention.start());
+  // A running retention pass finishes (its transaction commits) before the database closes;
+  // mail already queued is still delivered on a graceful close.
   app.addHook('onClose', async () => {
+    await retention?.stop();
     await services.mailer.close();
   });
 
@@ -154,6 +175,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<App> {
     extidpRoutes(api, services);
     twoFactorRoutes(api, services);
     registrationRoutes(api, services);
+    privacyRoutes(api, services);
   });
   return app;
 }

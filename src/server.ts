@@ -2,6 +2,7 @@ import { Redis } from 'ioredis';
 import { buildApp } from './app.ts';
 import { ConfigError, loadConfig } from './config/config.ts';
 import { migrateToLatest } from './db/migrate.ts';
+import { RETENTION_PASS_INTERVAL_MS } from './jobs/retention-pass.ts';
 import { openDatabase } from './db/open-database.ts';
 import { ensureBootstrapAdmin } from './modules/persons/bootstrap-admin.ts';
 import { assertNodeVersion } from './runtime.ts';
@@ -21,6 +22,8 @@ async function main(): Promise<void> {
     config,
     database,
     redis,
+    // DECISIONS §7: hourly; stopped (and a running pass finished) by app.close() on SIGTERM.
+    retentionSchedule: { intervalMs: RETENTION_PASS_INTERVAL_MS },
     logger: {
       level: config.logLevel,
       // Never log credentials: tokens, keys and cookies stay out of request logs.

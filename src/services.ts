@@ -15,6 +15,7 @@ import type { TokenService } from './crypto/tokens.ts';
 import type { Db } from './db/database.ts';
 import type { DatabaseHandle } from './db/open-database.ts';
 import type { Mailer } from './email/mailer.ts';
+import type { ExtidpTokenVerifier } from './modules/extidp/extidp-token-verifier.ts';
 
 /** The Fastify instance type every module registers its routes on (TypeBox-typed requests). */
 export type App = FastifyInstance<
@@ -38,4 +39,6 @@ export interface Services {
   readonly log: FastifyBaseLogger;
   /** Queued mail delivery (SMTP, or the logging fallback). */
   readonly mailer: Mailer;
+  /** The external provider's ID-token verifier: one per app, so its key cache is shared. */
+  readonly extidpTokens: ExtidpTokenVerifier;
 }

@@ -9,7 +9,8 @@ export type MailKind =
   | 'two-factor-code'
   | 'registration'
   | 'registration-attempt'
-  | 'registration-confirmed';
+  | 'registration-confirmed'
+  | 'restriction-lifted';
 
 export interface Mail {
   readonly kind: MailKind;

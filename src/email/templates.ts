@@ -134,6 +134,34 @@ export function registrationConfirmedMail(recipient: Recipient, scopeName: strin
   };
 }
 
+/**
+ * Sent when a System Admin lifts the restriction of processing of someone else's data (spec
+ * §States: the subject is informed; GDPR Art. 18(3)). A subject lifting their own gets none.
+ */
+export function restrictionLiftedMail(recipient: Recipient, liftedAt: string): Mail {
+  const text = [
+    `Hello ${recipient.name},`,
+    '',
+    `An administrator lifted the restriction of processing of your data on ${liftedAt}.`,
+    'Your account is fully usable again, and your data is processed as before the restriction.',
+    '',
+    'If you still want processing restricted, sign in and ask for a restriction again.',
+  ].join('\n');
+  const html = [
+    `<p>Hello ${escapeHtml(recipient.name)},</p>`,
+    `<p>An administrator lifted the restriction of processing of your data on ${escapeHtml(liftedAt)}.`,
+    'Your account is fully usable again, and your data is processed as before the restriction.</p>',
+    '<p>If you still want processing restricted, sign in and ask for a restriction again.</p>',
+  ].join('\n');
+  return {
+    kind: 'restriction-lifted',
+    to: recipient.email,
+    subject: 'The restriction of processing of your data was lifted',
+    text,
+    html,
+  };
+}
+
 interface LinkWording {
   readonly kind: 'verification' | 'password-reset' | 'registration';
   readonly subject: string;

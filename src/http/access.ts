@@ -44,6 +44,8 @@ export interface Caller {
   readonly scopeId: string | null;
   readonly tokenKind: 'full' | 'subjectRights';
   readonly restricted: boolean;
+  /** Suspended by an erasure request: like a restricted caller, limited to their own rights. */
+  readonly erasurePending: boolean;
 }
 
 /** The caller of a route that requires authentication (the hook guarantees one). */

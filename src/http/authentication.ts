@@ -11,8 +11,13 @@ export interface IdentityState {
   readonly scopeId: string | null;
   /** null for identities that carry no stamp (external-provider users). */
   readonly securityStamp: string | null;
-  /** Deleted, anonymised, or suspended pending erasure. */
+  /** Logically deleted or anonymised: refused everywhere. */
   readonly gone: boolean;
+  /**
+   * Suspended pending erasure: refused everywhere except the subject-rights endpoints, where the
+   * subject may still take a copy of their data and a repeated request is answered 409.
+   */
+  readonly erasurePending: boolean;
   readonly restricted: boolean;
 }
 
@@ -67,6 +72,7 @@ export function createAuthenticator(tokens: TokenService, db: Db, resolvers: Ide
         scopeId: claims.scopeId ?? null,
         tokenKind: 'full',
         restricted: false,
+        erasurePending: false,
       } satisfies Caller;
       return;
     }
@@ -76,7 +82,10 @@ export function createAuthenticator(tokens: TokenService, db: Db, resolvers: Ide
     if (identity.securityStamp !== null && claims.sst !== identity.securityStamp) {
       throw new Refusal('This token has been revoked. Sign in again.');
     }
-    if (identity.gone || (identity.restricted && access.subjectRights !== true)) {
+    // Restricted and erasure-pending identities keep only their data-subject rights (spec
+    // §States); elsewhere even their full tokens are refused.
+    const limitedToSubjectRights = identity.restricted || identity.erasurePending;
+    if (identity.gone || (limitedToSubjectRights && access.subjectRights !== true)) {
       throw new Refusal('This token is no longer valid. Sign in again.');
     }
     if (access.roles !== undefined && !access.roles.includes(identity.role)) {
@@ -90,6 +99,7 @@ export function createAuthenticator(tokens: TokenService, db: Db, resolvers: Ide
       scopeId: identity.scopeId,
       tokenKind: bearer.kind,
       restricted: identity.restricted,
+      erasurePending: identity.erasurePending,
     } satisfies Caller;
   };
 }

@@ -1,3 +1,4 @@
+import type { RetentionSchedule } from '../jobs/retention-pass.ts';
 import type { Services } from '../services.ts';
 import type { Access, Caller } from './access.ts';
 import type { ClientAddress } from './client-address.ts';
@@ -7,6 +8,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** The services the app was built from (tests and the bootstrap step use them). */
     readonly services: Services;
+    /** The scheduled retention pass, when the app runs one (server.ts); null in tests by default. */
+    readonly retentionSchedule: RetentionSchedule | null;
   }
   interface FastifyContextConfig {
     /** Who may call the route; every route of the service declares it. */

@@ -24,6 +24,7 @@ export const MESSAGE_STATUS = {
   'ExpiresAt must be in the future.': 400,
   'The email address is already verified.': 400,
   'Role must be Scope Admin or System Admin.': 400,
+  'Ground is required.': 400,
   'A role can only change between Scope Admin and System Admin.': 400,
   'Choose at least one two-factor method.': 400,
   // 401
@@ -76,6 +77,9 @@ export const MESSAGE_STATUS = {
   'Turn off the email sign-in method before changing your email address.': 409,
   'Two-factor authentication is already active. Turn it off first.': 409,
   'The person is deleted, restricted or cannot sign in, so no email was sent.': 409,
+  'Processing is already restricted.': 409,
+  'Processing is not restricted.': 409,
+  'Erasure has already been requested.': 409,
   // 422
   'The password is required to confirm this registration.': 422,
   // 413, 415 are answered as 400 malformed (spec: a body that is not JSON is malformed)

@@ -56,6 +56,8 @@ export interface TestAppOptions {
   readonly logger?: FastifyServerOptions['logger'];
   /** Share rate-limit counters with another test app (with Redis: two instances, one store). */
   readonly rateLimitNamespace?: string;
+  /** Run the retention pass on this schedule while the app is up (default: never). */
+  readonly retentionSchedule?: { readonly intervalMs: number };
 }
 
 /** The whole service on a fresh database of the dialect, with a movable clock. */
@@ -71,6 +73,7 @@ export async function buildTestApp(dialect: Dialect, options: TestAppOptions = {
     redis,
     ...(options.logger === undefined ? {} : { logger: options.logger }),
     rateLimitNamespace: options.rateLimitNamespace ?? newRateLimitNamespace(),
+    ...(options.retentionSchedule === undefined ? {} : { retentionSchedule: options.retentionSchedule }),
   });
   await app.ready();
   return {

@@ -582,6 +582,7 @@ for (const dialect of DIALECTS) {
         scopeId: null,
         tokenKind: 'full' as const,
         restricted: false,
+        erasurePending: false,
       };
       // Removed between authentication and the command (authentication itself would answer 401).
       await test.services.db.deleteFrom('persons').where('id', '=', person.id).execute();

@@ -94,6 +94,29 @@ for (const dialect of DIALECTS) {
       }
     });
 
+    it('lists the data-subject rights and the audit-trail operations (spec §Endpoints)', () => {
+      const ids = operationsOf(document).map(
+        ({ method, path, operation }) => `${method.toUpperCase()} ${path} ${operation.operationId}`,
+      );
+      expect(ids).toEqual(
+        expect.arrayContaining([
+          'POST /api/auth/data-export Auth_DataExport',
+          'POST /api/auth/erasure-request Auth_ErasureRequest',
+          'POST /api/auth/processing-restriction Auth_RestrictProcessing',
+          'POST /api/auth/processing-restriction/lift Auth_LiftProcessingRestriction',
+          'GET /api/auth/erasure-requests Auth_ErasureRequests',
+          'POST /api/auth/erasure-reconciliation Auth_ErasureReconciliation',
+          'GET /api/audit-log Audit_List',
+        ]),
+      );
+    });
+
+    it('lists every operation built so far', () => {
+      // DECISIONS §1: 72 once every module is in. This branch has 62: two-factor (7 operations)
+      // and self-registration (3) arrive with their branches, each raising this count.
+      expect(operationsOf(document)).toHaveLength(72);
+    });
+
     it('documents the rate-limit answer of the login operation', () => {
       expect(Object.keys(document.paths['/api/auth/login']?.post?.responses ?? {})).toEqual(
         expect.arrayContaining(['200', '400', '401', '429', '500']),

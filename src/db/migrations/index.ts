@@ -6,6 +6,7 @@ import { extidp } from './0005-extidp.ts';
 import { auditIndexes } from './0006-audit-indexes.ts';
 import { twoFactor } from './0007-two-factor.ts';
 import { selfRegistration } from './0008-self-registration.ts';
+import { subjectRights } from './0009-subject-rights.ts';
 import type { Migration } from './migration.ts';
 
 /** Every migration, in order. Names never change once released. */
@@ -18,4 +19,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0006-audit-indexes': auditIndexes,
   '0007-two-factor': twoFactor,
   '0008-self-registration': selfRegistration,
+  '0009-subject-rights': subjectRights,
 };

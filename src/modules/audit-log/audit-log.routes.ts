@@ -9,7 +9,8 @@ import type { App, Services } from '../../services.ts';
 import { listAuditEntries } from './audit-log.repository.ts';
 import { type AuditEntry, AuditLogPageOutput, AuditLogQuery } from './audit-log.schemas.ts';
 
-const toAuditEntry = (row: AuditEntryRow): AuditEntry => ({
+/** An entry as answered: shared by the reader and the data export. */
+export const toAuditEntry = (row: AuditEntryRow): AuditEntry => ({
   id: row.id,
   actorId: row.actor_id,
   targetId: row.target_id,

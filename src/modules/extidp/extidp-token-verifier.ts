@@ -52,8 +52,12 @@ export class ExtidpTokenVerifier {
     this.#log = log;
   }
 
-  /** The verified token, or null when it is not acceptable for any reason (the reason is logged, never the token). */
-  async verify(idToken: string): Promise<VerifiedIdToken | null> {
+  /**
+   * The verified token, or null when it is not acceptable for any reason (the reason is logged,
+   * never the token). `maxAgeSeconds` also requires an `iat` no older than that: a re-authenticating
+   * caller must present a token issued just now, not one kept from an earlier sign-in.
+   */
+  async verify(idToken: string, options: { maxAgeSeconds?: number } = {}): Promise<VerifiedIdToken | null> {
     const { issuer, clientIds } = this.#settings;
     // No configured client id means no audience could ever match: every token is refused,
     // without asking the provider anything.
@@ -74,6 +78,7 @@ export class ExtidpTokenVerifier {
         algorithms: ['RS256'],
         requiredClaims: ['iss', 'aud', 'exp', 'sub'],
         currentDate: this.#clock.now(),
+        ...(options.maxAgeSeconds === undefined ? {} : { maxTokenAge: options.maxAgeSeconds }),
       }));
     } catch (error) {
       if (!(error instanceof errors.JOSEError)) {

@@ -11,8 +11,10 @@ export interface ExtidpUserAuthState {
   readonly scopeId: string;
   /** External-provider users carry no security stamp (spec §Authentication 4). */
   readonly securityStamp: null;
-  /** Logically deleted, anonymised, or suspended by an erasure request. */
+  /** Logically deleted or anonymised. */
   readonly gone: boolean;
+  /** Suspended by an erasure request, awaiting the retention pass. */
+  readonly erasurePending: boolean;
   readonly restricted: boolean;
 }
 
@@ -31,7 +33,8 @@ export async function findExtidpUserAuthState(db: DbOrTx, id: string): Promise<E
     role: Role.User,
     scopeId: row.scope_id,
     securityStamp: null,
-    gone: isGone(row),
+    gone: row.deleted_at !== null || row.anonymised_at !== null,
+    erasurePending: row.erasure_requested_at !== null,
     restricted: row.restricted_at !== null,
   };
 }

@@ -3,7 +3,6 @@ import { ok, okPage } from '../../http/envelope.ts';
 import { AUTHENTICATED_ERRORS, responses } from '../../http/route-schema.ts';
 import type { App, Services } from '../../services.ts';
 import { SignInOutput } from '../auth/auth.schemas.ts';
-import { ExtidpTokenVerifier } from './extidp-token-verifier.ts';
 import {
   deleteExtidpUser,
   extidpSignInCommand,
@@ -31,9 +30,7 @@ const USERS_PATH = '/api/scopes/:scopeId/extidp-users';
 /** Sign-in through the external OpenID Connect provider, and the users it creates. */
 export function extidpRoutes(app: App, services: Services): void {
   const { commands, db } = services;
-  // One verifier per app: its cache of the provider's keys is shared by every request.
-  const verifier = new ExtidpTokenVerifier(services.config.extidp, services.clock, services.log);
-  const signIn = extidpSignInCommand(verifier, services.tokens);
+  const signIn = extidpSignInCommand(services.extidpTokens, services.tokens);
 
   app.post(
     '/api/auth/extidp',

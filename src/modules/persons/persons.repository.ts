@@ -17,8 +17,10 @@ export interface PersonAuthState {
   readonly role: Role;
   readonly scopeId: string | null;
   readonly securityStamp: string;
-  /** Logically deleted, anonymised, or suspended by an erasure request. */
+  /** Logically deleted or anonymised (an anonymised person is also logically deleted). */
   readonly gone: boolean;
+  /** Suspended by an erasure request, awaiting the retention pass. */
+  readonly erasurePending: boolean;
   readonly restricted: boolean;
 }
 
@@ -32,6 +34,7 @@ const selectPersonAuthState = preparedQuery(1, (db, id: string) =>
       'security_stamp',
       'deleted_at',
       'erasure_requested_at',
+      'anonymised_at',
       'restricted_at',
     ])
     .where('id', '=', id),
@@ -46,7 +49,8 @@ export async function findPersonAuthState(db: DbOrTx, id: string): Promise<Perso
     role: row.role,
     scopeId: row.scope_id,
     securityStamp: row.security_stamp,
-    gone: row.deleted_at !== null || row.erasure_requested_at !== null,
+    gone: row.deleted_at !== null || row.anonymised_at !== null,
+    erasurePending: row.erasure_requested_at !== null,
     restricted: row.restricted_at !== null,
   };
 }

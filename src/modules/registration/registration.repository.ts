@@ -1,5 +1,6 @@
 import type { DbOrTx, IsoTime, PendingRegistrationRow, Tx } from '../../db/database.ts';
 import type { PageRequest } from '../../http/pagination.ts';
+import { normalizeEmail } from '../persons/person-rules.ts';
 
 /** SQL of the registration module: pending registrations and the attempt-notice budget. */
 
@@ -184,4 +185,17 @@ export async function purgeExpiredPendingRegistrations(
     .where('window_started_at', '<=', secondsBefore(boundary, NOTICE_WINDOW_SECONDS))
     .execute();
   return Number(result.numDeletedRows);
+}
+
+/**
+ * Erasure of an identity (the retention pass): pending self-registrations and attempt-notice
+ * counts kept under its address go with it.
+ */
+export async function removeRegistrationsOfAddress(tx: Tx, email: string): Promise<void> {
+  const emailNormalized = normalizeEmail(email);
+  await tx.deleteFrom('pending_registrations').where('email_normalized', '=', emailNormalized).execute();
+  await tx
+    .deleteFrom('registration_notice_budgets')
+    .where('email_normalized', '=', emailNormalized)
+    .execute();
 }

@@ -372,19 +372,38 @@ export async function readTwoFactorState(db: DbOrTx, personId: string): Promise<
 export const EXPIRED_TWO_FACTOR_RETENTION_SECONDS = 7 * 24 * 60 * 60;
 
 /**
- * The retention pass's share: deletes challenges that expired more than seven days ago and
- * clears setup email codes expired as long. Returns how many rows it changed.
+ * The retention pass's share: deletes up to `limit` challenges that expired more than seven
+ * days ago, and clears as many setup email codes expired as long. Returns how many rows changed.
  */
-export async function purgeExpiredTwoFactorArtifacts(db: DbOrTx, now: IsoTime): Promise<number> {
+export async function purgeExpiredTwoFactorArtifacts(
+  db: DbOrTx,
+  now: IsoTime,
+  limit = 1000,
+): Promise<number> {
+  if (limit <= 0) return 0;
   const boundary = new Date(Date.parse(now) - EXPIRED_TWO_FACTOR_RETENTION_SECONDS * 1000).toISOString();
   const challenges = await db
     .deleteFrom('two_factor_challenges')
-    .where('expires_at', '<', boundary)
+    .where('id', 'in', (eb) =>
+      eb
+        .selectFrom('two_factor_challenges')
+        .select('id')
+        .where('expires_at', '<', boundary)
+        .orderBy('expires_at')
+        .limit(limit),
+    )
     .executeTakeFirst();
   const setupCodes = await db
     .updateTable('two_factor_configs')
     .set({ setup_email_code_hash: null, setup_email_code_expires_at: null })
-    .where('setup_email_code_expires_at', '<', boundary)
+    .where('person_id', 'in', (eb) =>
+      eb
+        .selectFrom('two_factor_configs')
+        .select('person_id')
+        .where('setup_email_code_expires_at', '<', boundary)
+        .orderBy('setup_email_code_expires_at')
+        .limit(limit),
+    )
     .executeTakeFirst();
   return Number(challenges.numDeletedRows) + Number(setupCodes.numUpdatedRows);
 }
