@@ -9,3 +9,11 @@ export function assertNodeVersion(version: string = process.versions.node): void
     );
   }
 }
+
+/**
+ * V8 options the service runs with (`npm start` passes them; the benchmark starts the service
+ * with the same). A 4 MB semi-space keeps the young generation small: the request path allocates
+ * short-lived objects only, so a larger nursery bought no throughput on this machine kind but
+ * cost about 50 MB of resident memory under load (docs/performance.md).
+ */
+export const SERVICE_NODE_OPTIONS: readonly string[] = ['--max-semi-space-size=4'];

@@ -240,6 +240,12 @@ export interface RegistrationNoticeBudgetsTable {
   window_count: number;
 }
 
+/** Row counts kept by triggers (migration 0010): `scopes.all`, `scopes.live`. */
+export interface RowCountsTable {
+  name: string;
+  value: number;
+}
+
 export interface Database {
   persons: PersonsTable;
   scopes: ScopesTable;
@@ -257,6 +263,7 @@ export interface Database {
   two_factor_locks: TwoFactorLocksTable;
   pending_registrations: PendingRegistrationsTable;
   registration_notice_budgets: RegistrationNoticeBudgetsTable;
+  row_counts: RowCountsTable;
 }
 
 export type Db = Kysely<Database>;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { assertNodeVersion, REQUIRED_NODE_MAJOR } from '../../src/runtime.ts';
+import { readFileSync } from 'node:fs';
+import { assertNodeVersion, REQUIRED_NODE_MAJOR, SERVICE_NODE_OPTIONS } from '../../src/runtime.ts';
 
 describe('assertNodeVersion', () => {
   it('accepts the pinned major version', () => {
@@ -19,4 +20,11 @@ describe('assertNodeVersion', () => {
       );
     },
   );
+
+  it('starts the service with the V8 options the benchmark measured (npm start and the bench agree)', () => {
+    const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      scripts: Record<string, string>;
+    };
+    expect(manifest.scripts.start).toBe(`node ${SERVICE_NODE_OPTIONS.join(' ')} src/server.ts`);
+  });
 });

@@ -7,6 +7,7 @@ import { auditIndexes } from './0006-audit-indexes.ts';
 import { twoFactor } from './0007-two-factor.ts';
 import { selfRegistration } from './0008-self-registration.ts';
 import { subjectRights } from './0009-subject-rights.ts';
+import { scopeCounts } from './0010-scope-counts.ts';
 import type { Migration } from './migration.ts';
 
 /** Every migration, in order. Names never change once released. */
@@ -20,4 +21,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0007-two-factor': twoFactor,
   '0008-self-registration': selfRegistration,
   '0009-subject-rights': subjectRights,
+  '0010-scope-counts': scopeCounts,
 };

@@ -1,4 +1,5 @@
 import type { DbOrTx, ScopeRow } from '../../db/database.ts';
+import { preparedQuery } from '../../db/prepared-query.ts';
 import { containsNormalized } from '../../db/query-helpers.ts';
 import type { PageRequest } from '../../http/pagination.ts';
 
@@ -82,9 +83,25 @@ export async function listScopes(
           .where('person_id', '=', filter.ownedBy ?? ''),
       ),
     );
-  const [rows, count] = await Promise.all([
+  const unfiltered = (filter.name === null || filter.name.trim() === '') && filter.ownedBy === null;
+  const [rows, total] = await Promise.all([
     base.selectAll().orderBy('name').orderBy('id').limit(page.pageSize).offset(page.offset).execute(),
-    base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
+    unfiltered
+      ? countedScopes(db, filter.includeDeleted)
+      : base
+          .select((eb) => eb.fn.countAll<number>().as('total'))
+          .executeTakeFirstOrThrow()
+          .then((count) => Number(count.total)),
   ]);
-  return { rows, total: Number(count.total) };
+  return { rows, total };
+}
+
+const selectRowCount = preparedQuery(1, (db, name: string) =>
+  db.selectFrom('row_counts').select('value').where('name', '=', name),
+);
+
+/** Every scope, or the live ones: kept by triggers (migration 0010), so no scan per page. */
+async function countedScopes(db: DbOrTx, includeDeleted: boolean): Promise<number> {
+  const [row] = await selectRowCount(db, includeDeleted ? 'scopes.all' : 'scopes.live');
+  return Number(row?.value ?? 0);
 }
