@@ -1,3 +1,6 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Command, CommandRunner } from '../../audit/command-runner.ts';
+
 /**
  * A bounded queue worked off by one background worker, in order. `enqueue` never waits: when
  * the queue is full the item is refused (the caller logs the drop), so a flood of requests
@@ -60,4 +63,29 @@ export class BoundedWorkQueue<Item> {
       this.#running = null;
     }
   }
+}
+
+/**
+ * A bounded queue whose worker runs one audited command per request, with no actor: the work an
+ * anonymous endpoint answers before doing (password recovery, self-registration), so neither
+ * the answer nor its timing reveals what the work finds. A failure is logged by its error name
+ * only: the request holds an address, perhaps a password, and the log must not collect them.
+ */
+export function createCommandQueue<Input, Prepared>(
+  command: Command<Input, unknown, Prepared>,
+  options: {
+    readonly commands: CommandRunner;
+    readonly log: FastifyBaseLogger;
+    readonly capacity: number;
+    readonly failureMessage: string;
+  },
+): BoundedWorkQueue<Input> {
+  return new BoundedWorkQueue<Input>({
+    capacity: options.capacity,
+    work: async (request) => {
+      await options.commands.run(command, request, null);
+    },
+    onError: (error) =>
+      options.log.error({ reason: error instanceof Error ? error.name : 'unknown' }, options.failureMessage),
+  });
 }

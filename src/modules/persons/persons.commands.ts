@@ -1,7 +1,7 @@
 import { defineCommand, type ExecuteContext, type StepContext } from '../../audit/command-runner.ts';
 import type { PasswordHasher } from '../../crypto/passwords.ts';
 import { passwordProblem } from '../../crypto/password-rules.ts';
-import { newId, newSecurityStamp, type SecretBox } from '../../crypto/secrets.ts';
+import { newSecurityStamp, type SecretBox } from '../../crypto/secrets.ts';
 import { type PersonRow, type PersonUpdate, Role, type Tx } from '../../db/database.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { type Caller, isSystemAdmin } from '../../http/access.ts';
@@ -24,6 +24,7 @@ import {
   insertPerson,
   isEmailTaken,
   updatePerson,
+  newPersonRow,
 } from './persons.repository.ts';
 import type { CreatePersonBody, CreateScopePersonBody, UpdatePersonBody } from './persons.schemas.ts';
 import {
@@ -123,29 +124,16 @@ export function personCommands({ passwords, events, secrets }: PersonCommandDepe
     const email = input.email.trim();
     const emailNormalized = normalizeEmail(email);
     if (await isEmailTaken(tx, emailNormalized, personScopeId, null)) throw new Refusal(EMAIL_TAKEN);
-    const row: PersonRow = {
-      id: newId(),
+    const row = newPersonRow({
       name: input.name,
       email,
-      email_normalized: emailNormalized,
+      emailNormalized,
       role: input.role,
-      scope_id: personScopeId,
-      password_hash: input.passwordHash,
-      security_stamp: newSecurityStamp(),
-      email_verified: 0,
-      failed_login_attempts: 0,
-      locked_out_until: null,
-      restricted_at: null,
-      restriction_ground: null,
-      erasure_requested_at: null,
-      deleted_at: null,
-      anonymised_at: null,
-      created_at: now,
-      updated_at: now,
-      reauthentication_failures: 0,
-      reauthentication_window_started_at: null,
-      reauthentication_paused_until: null,
-    };
+      scopeId: personScopeId,
+      passwordHash: input.passwordHash,
+      emailVerified: false,
+      now,
+    });
     context.setTarget(row.id);
     await withUniqueEmail(() => insertPerson(tx, row));
     if (input.role !== Role.User && input.scopeId !== null)

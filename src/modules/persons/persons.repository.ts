@@ -1,6 +1,8 @@
 import { type Expression, type SqlBool, sql } from 'kysely';
+import { newId, newSecurityStamp } from '../../crypto/secrets.ts';
 import {
   type DbOrTx,
+  type IsoTime,
   type NewPerson,
   type PersonRow,
   type PersonUpdate,
@@ -90,6 +92,42 @@ export async function hasLiveSystemAdmin(db: DbOrTx): Promise<boolean> {
     .limit(1)
     .executeTakeFirst();
   return row !== undefined;
+}
+
+/** A new account as every creation path writes it: live, unlocked, nothing spent or restricted. */
+export function newPersonRow(account: {
+  readonly name: string;
+  readonly email: string;
+  readonly emailNormalized: string;
+  readonly role: Role;
+  readonly scopeId: string | null;
+  readonly passwordHash: string | null;
+  readonly emailVerified: boolean;
+  readonly now: IsoTime;
+}): PersonRow {
+  return {
+    id: newId(),
+    name: account.name,
+    email: account.email,
+    email_normalized: account.emailNormalized,
+    role: account.role,
+    scope_id: account.scopeId,
+    password_hash: account.passwordHash,
+    security_stamp: newSecurityStamp(),
+    email_verified: account.emailVerified ? 1 : 0,
+    failed_login_attempts: 0,
+    locked_out_until: null,
+    restricted_at: null,
+    restriction_ground: null,
+    erasure_requested_at: null,
+    deleted_at: null,
+    anonymised_at: null,
+    created_at: account.now,
+    updated_at: account.now,
+    reauthentication_failures: 0,
+    reauthentication_window_started_at: null,
+    reauthentication_paused_until: null,
+  };
 }
 
 export async function insertPerson(tx: Tx, row: NewPerson): Promise<void> {

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { CommandRunner } from '../../audit/command-runner.ts';
-import { BoundedWorkQueue } from '../account-email/work-queue.ts';
+import { type BoundedWorkQueue, createCommandQueue } from '../account-email/work-queue.ts';
 import {
   type AcceptedRegistration,
   type RegistrationDependencies,
@@ -22,17 +22,9 @@ export function createRegistrationQueue(
   },
   capacity = REGISTRATION_QUEUE_CAPACITY,
 ): BoundedWorkQueue<AcceptedRegistration> {
-  const command = registerCommand(dependencies);
-  return new BoundedWorkQueue<AcceptedRegistration>({
+  return createCommandQueue(registerCommand(dependencies), {
+    ...dependencies,
     capacity,
-    work: async (request) => {
-      await dependencies.commands.run(command, request, null);
-    },
-    // Neither the address nor anything else of the request is logged (it holds a password).
-    onError: (error) =>
-      dependencies.log.error(
-        { reason: error instanceof Error ? error.name : 'unknown' },
-        'registration request failed',
-      ),
+    failureMessage: 'registration request failed',
   });
 }

@@ -2,7 +2,7 @@ import { defineCommand, type ExecuteContext, type StepContext } from '../../audi
 import type { Config } from '../../config/config.ts';
 import type { PasswordHasher } from '../../crypto/passwords.ts';
 import { passwordProblem } from '../../crypto/password-rules.ts';
-import { newId, newSecurityStamp, randomToken, sha256 } from '../../crypto/secrets.ts';
+import { newId, randomToken, sha256 } from '../../crypto/secrets.ts';
 import { type DbOrTx, type PersonRow, Role, type ScopeRow } from '../../db/database.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { Mailer } from '../../email/mailer.ts';
@@ -17,7 +17,7 @@ import type { Caller } from '../../http/access.ts';
 import { InvalidField, Refusal } from '../../http/messages.ts';
 import { linkBase, mayUseAccountLinks } from '../account-email/account-email.links.ts';
 import { normalizeEmail } from '../persons/person-rules.ts';
-import { findPersonByEmailForSignIn, insertPerson } from '../persons/persons.repository.ts';
+import { findPersonByEmailForSignIn, insertPerson, newPersonRow } from '../persons/persons.repository.ts';
 import { lockScopes } from '../persons/scope-ownership.repository.ts';
 import { requireManageableScope } from '../scopes/scope-access.ts';
 import { findScope } from '../scopes/scopes.repository.ts';
@@ -240,30 +240,17 @@ export async function confirmPendingRegistration(
   if ((await findPersonByEmailForSignIn(tx, registration.email_normalized, scope.id)) !== undefined) {
     return new Refusal(EMAIL_TAKEN);
   }
-  const person: PersonRow = {
-    id: newId(),
+  const person = newPersonRow({
     name: registration.name,
     email: registration.email,
-    email_normalized: registration.email_normalized,
+    emailNormalized: registration.email_normalized,
     role: Role.User,
-    scope_id: scope.id,
-    password_hash: registration.password_hash,
-    security_stamp: newSecurityStamp(),
+    scopeId: scope.id,
+    passwordHash: registration.password_hash,
     // Following the mailed link proves the address.
-    email_verified: 1,
-    failed_login_attempts: 0,
-    locked_out_until: null,
-    restricted_at: null,
-    restriction_ground: null,
-    erasure_requested_at: null,
-    deleted_at: null,
-    anonymised_at: null,
-    created_at: now,
-    updated_at: now,
-    reauthentication_failures: 0,
-    reauthentication_window_started_at: null,
-    reauthentication_paused_until: null,
-  };
+    emailVerified: true,
+    now,
+  });
   try {
     await insertPerson(tx, person);
   } catch (error) {
