@@ -1,12 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { defineCommand } from '../../audit/command-runner.ts';
-import { newId, newSecurityStamp } from '../../crypto/secrets.ts';
 import { Role } from '../../db/database.ts';
 import { ConfigError } from '../../config/config.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { Services } from '../../services.ts';
 import { normalizeEmail } from './person-rules.ts';
-import { hasLiveSystemAdmin } from './persons.repository.ts';
+import { hasLiveSystemAdmin, insertPerson, newPersonRow } from './persons.repository.ts';
 
 interface BootstrapInput {
   readonly name: string;
@@ -19,31 +18,19 @@ const createBootstrapAdmin = defineCommand({
   async execute(context, input: BootstrapInput): Promise<{ id: string; created: boolean }> {
     // Checked again inside the transaction: two instances starting together create one admin.
     if (await hasLiveSystemAdmin(context.tx)) return { id: '', created: false };
-    const id = newId();
-    context.setTarget(id);
-    await context.tx
-      .insertInto('persons')
-      .values({
-        id,
-        name: input.name,
-        email: input.email.trim(),
-        email_normalized: normalizeEmail(input.email),
-        role: Role.SystemAdmin,
-        scope_id: null,
-        password_hash: input.passwordHash,
-        security_stamp: newSecurityStamp(),
-        email_verified: 1,
-        locked_out_until: null,
-        restricted_at: null,
-        restriction_ground: null,
-        erasure_requested_at: null,
-        deleted_at: null,
-        anonymised_at: null,
-        created_at: context.now,
-        updated_at: context.now,
-      })
-      .execute();
-    return { id, created: true };
+    const row = newPersonRow({
+      name: input.name,
+      email: input.email.trim(),
+      emailNormalized: normalizeEmail(input.email),
+      role: Role.SystemAdmin,
+      scopeId: null,
+      passwordHash: input.passwordHash,
+      emailVerified: true,
+      now: context.now,
+    });
+    context.setTarget(row.id);
+    await insertPerson(context.tx, row);
+    return { id: row.id, created: true };
   },
 });
 
