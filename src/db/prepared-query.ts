@@ -2,7 +2,7 @@ import { type Compilable, CompiledQuery } from 'kysely';
 import type { DbOrTx } from './database.ts';
 
 /**
- * A query on a hot path, built and compiled by Kysely once per database handle and then run
+ * A query on a hot path, built and compiled by Kysely once per dialect and then run
  * with new parameter values. Kysely otherwise rebuilds and recompiles its operation tree on
  * every call, which on a point read costs more than SQLite's own work (profiled under the
  * authenticated-read benchmark: about a sixth of the request's CPU time).
@@ -16,8 +16,11 @@ export function preparedQuery<Args extends readonly unknown[], Row>(
   build: (db: DbOrTx, ...args: Args) => Compilable<Row>,
 ) {
   const placeholders = Array.from({ length: arity }, (_, index) => `\u0000prepared-parameter-${index}\u0000`);
+  // Keyed by the dialect's adapter, which a database handle and all of its transactions share:
+  // the SQL is the same for all of them, so a query run inside a command's transaction is
+  // compiled once too, not once per transaction.
   const compiled = new WeakMap<
-    DbOrTx,
+    object,
     { sql: string; slots: readonly number[]; fixed: readonly unknown[] }
   >();
 
@@ -30,12 +33,12 @@ export function preparedQuery<Args extends readonly unknown[], Row>(
       throw new Error(`preparedQuery: an argument never reaches the SQL of ${query.sql}`);
     }
     const entry = { sql: query.sql, slots, fixed: query.parameters };
-    compiled.set(db, entry);
+    compiled.set(db.getExecutor().adapter, entry);
     return entry;
   };
 
   return async (db: DbOrTx, ...args: Args): Promise<Row[]> => {
-    const { sql, slots, fixed } = compiled.get(db) ?? compile(db);
+    const { sql, slots, fixed } = compiled.get(db.getExecutor().adapter) ?? compile(db);
     const parameters = slots.map((slot, index) => (slot === -1 ? fixed[index] : args[slot]));
     const result = await db.executeQuery<Row>(CompiledQuery.raw(sql, parameters));
     return result.rows;
