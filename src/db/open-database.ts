@@ -5,7 +5,11 @@ import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
 import pg from 'pg';
 import { sqliteFilePath } from '../config/config.ts';
 import type { Database } from './database.ts';
-import { MAIN_CONNECTION_AUTOCHECKPOINT_PAGES, startCheckpointer } from './sqlite-checkpointer.ts';
+import {
+  DEFAULT_AUTOCHECKPOINT_PAGES,
+  MAIN_CONNECTION_AUTOCHECKPOINT_PAGES,
+  startCheckpointer,
+} from './sqlite-checkpointer.ts';
 import { withStatementCache } from './sqlite-statement-cache.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -42,7 +46,12 @@ function openSqlite(url: string): DatabaseHandle {
   database.pragma('foreign_keys = ON');
   database.pragma('busy_timeout = 5000');
   // A file database checkpoints from a worker thread, off the event loop (sqlite-checkpointer.ts).
-  const checkpointer = file === null ? null : startCheckpointer(file);
+  const checkpointer =
+    file === null
+      ? null
+      : startCheckpointer(file, () =>
+          database.pragma(`wal_autocheckpoint = ${DEFAULT_AUTOCHECKPOINT_PAGES}`),
+        );
   if (checkpointer !== null) database.pragma(`wal_autocheckpoint = ${MAIN_CONNECTION_AUTOCHECKPOINT_PAGES}`);
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) });
   return {

@@ -15,6 +15,8 @@ import BetterSqlite3 from 'better-sqlite3';
  */
 
 export const MAIN_CONNECTION_AUTOCHECKPOINT_PAGES = 10_000;
+/** SQLite's own threshold, restored should the checkpointing thread fail. */
+export const DEFAULT_AUTOCHECKPOINT_PAGES = 1000;
 const CHECKPOINT_INTERVAL_MS = 250;
 
 interface CheckpointerData {
@@ -26,16 +28,29 @@ export interface Checkpointer {
   stop(): Promise<void>;
 }
 
-export function startCheckpointer(file: string): Checkpointer {
+/**
+ * Starts the checkpointing thread for a database file. Should the thread ever fail (it cannot
+ * open the file, say), `onFailure` runs once: the caller hands checkpoints back to its own
+ * connection, so the log never grows without bound.
+ */
+export function startCheckpointer(file: string, onFailure: (error: unknown) => void): Checkpointer {
   const worker = new Worker(new URL(import.meta.url), {
     workerData: { file, intervalMs: CHECKPOINT_INTERVAL_MS } satisfies CheckpointerData,
     resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 4 },
   });
   // It must never keep the process alive: it holds nothing a checkpoint on reopening would lose.
   worker.unref();
+  let running = true;
+  const exited = new Promise<void>((resolve) =>
+    worker.once('exit', () => {
+      running = false;
+      resolve();
+    }),
+  );
+  worker.once('error', onFailure);
   return {
     stop: async () => {
-      const exited = new Promise((resolve) => worker.once('exit', resolve));
+      if (!running) return;
       // Referenced again while it closes its connection, so the wait itself keeps us alive.
       worker.ref();
       worker.postMessage('stop');

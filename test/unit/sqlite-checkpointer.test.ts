@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/db/open-database.ts';
+import { startCheckpointer } from '../../src/db/sqlite-checkpointer.ts';
 
 describe('SQLite checkpoints off the event loop', () => {
   const directories: string[] = [];
@@ -31,5 +32,14 @@ describe('SQLite checkpoints off the event loop', () => {
     } finally {
       await handle.close();
     }
+  });
+
+  it('reports a thread that cannot work, so the caller takes checkpoints back; stopping it then returns', async () => {
+    const failures: unknown[] = [];
+    const checkpointer = startCheckpointer(join(tmpdir(), 'no-such-directory', 'identity.db'), (error) =>
+      failures.push(error),
+    );
+    await expect.poll(() => failures.length, { timeout: 5000, interval: 20 }).toBe(1);
+    await checkpointer.stop();
   });
 });
