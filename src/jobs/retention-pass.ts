@@ -58,8 +58,11 @@ export const ERASURE_STEPS: readonly ErasureStep[] = [
   (tx, identity) => clearAuditReferences(tx, identity.id),
   // External-provider users never have two-factor data.
   (tx, identity) => (identity.kind === 'person' ? removeTwoFactorData(tx, identity.id) : Promise.resolve()),
-  // Self-registrations and attempt notices kept under the identity's address.
-  (tx, identity) => removeRegistrationsOfAddress(tx, identity.email),
+  // An erasure also takes the self-registrations and attempt notices kept under the subject's
+  // address. A routine deletion does not: a registration made since under the same address is
+  // someone's new request, not the deleted account's data (it expires and is purged anyway).
+  (tx, identity) =>
+    identity.reason === 'erasure' ? removeRegistrationsOfAddress(tx, identity.email) : Promise.resolve(),
 ];
 export const PURGE_STEPS: readonly PurgeStep[] = [
   (tx, now, limit) => purgeExpiredEmailLinks(tx, daysBefore(now, EXPIRED_ROW_RETENTION_DAYS), limit),

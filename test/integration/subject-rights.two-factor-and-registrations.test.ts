@@ -11,7 +11,7 @@ import {
   type PersonFixture,
 } from '../helpers/factories.ts';
 import { cellsContaining, postAs } from '../helpers/subject-rights.ts';
-import { activateTwoFactor } from '../helpers/two-factor.ts';
+import { activateTwoFactor, freshToken } from '../helpers/two-factor.ts';
 
 /**
  * The data-subject rights reach what the two-factor and registration modules keep: the export
@@ -92,6 +92,54 @@ for (const dialect of DIALECTS) {
       expect(await rowsOf('two_factor_locks', subject.id)).toEqual([]);
       expect(await pendingOf()).toEqual([]);
       expect(await cellsContaining(test, [subject.email, 'Second Me'])).toEqual([]);
+    });
+
+    it('keeps a registration made since under a deleted account’s address when the pass anonymises that account', async () => {
+      const home = await createScope(test, [admin.id]);
+      const elsewhere = await createScope(test, [admin.id], { self_registration_enabled: 1 });
+      const former = await createUser(test, home.id);
+      const deleted = await test.request({
+        method: 'DELETE',
+        url: `/api/persons/${former.id}`,
+        token: admin.token,
+      });
+      expect(deleted.status).toBe(200);
+
+      // A month later the address registers itself in another scope; then the pass runs.
+      test.clock.advanceSeconds(31 * 24 * 60 * 60);
+      const registered = await test.request({
+        method: 'POST',
+        url: '/api/auth/register',
+        remoteAddress: freshClientAddress(),
+        body: {
+          name: 'New Start',
+          email: former.email,
+          password: 'another long passphrase',
+          scopeId: elsewhere.id,
+        },
+      });
+      expect(registered.status).toBe(202);
+      await waitForAuditEntries(test, 'RegisterCommand', 2);
+      const reconciled = await test.request({
+        method: 'POST',
+        url: '/api/auth/erasure-reconciliation',
+        // The administrator's earlier token expired during the month.
+        token: await freshToken(test, admin.id),
+      });
+      expect(reconciled.status).toBe(200);
+      const formerRow = await test.services.db
+        .selectFrom('persons')
+        .select(['anonymised_at', 'email'])
+        .where('id', '=', former.id)
+        .executeTakeFirstOrThrow();
+      expect(formerRow.anonymised_at).not.toBeNull();
+      expect(formerRow.email).not.toBe(former.email);
+      const kept = await test.services.db
+        .selectFrom('pending_registrations')
+        .select('name')
+        .where('email_normalized', '=', former.email.toLowerCase())
+        .execute();
+      expect(kept).toEqual([{ name: 'New Start' }]);
     });
   });
 }

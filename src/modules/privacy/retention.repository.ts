@@ -15,8 +15,10 @@ export const RETENTION_LOCK_CLASS = 731_144_091;
 export interface DueIdentity {
   readonly id: string;
   readonly kind: SubjectKind;
-  /** The address before anonymisation: rows kept under it elsewhere go too. */
+  /** The address before anonymisation: an erasure takes the rows kept under it elsewhere too. */
   readonly email: string;
+  /** Erasure requested by the subject, or logically deleted past the retention period. */
+  readonly reason: 'erasure' | 'deletion';
 }
 
 /**
@@ -57,7 +59,10 @@ export async function findDueIdentities(
           .orderBy('id')
           .limit(limit - erasures.length)
           .execute();
-  return [...erasures, ...deletions].map((row) => ({ id: row.id, kind, email: row.email }));
+  return [
+    ...erasures.map((row) => ({ id: row.id, kind, email: row.email, reason: 'erasure' as const })),
+    ...deletions.map((row) => ({ id: row.id, kind, email: row.email, reason: 'deletion' as const })),
+  ];
 }
 
 export async function countDueIdentities(tx: Tx, deletedBefore: IsoTime): Promise<number> {
