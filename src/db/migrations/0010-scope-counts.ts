@@ -1,5 +1,5 @@
-import { PostgresAdapter, sql } from 'kysely';
-import { column, type Migration } from './migration.ts';
+import { sql } from 'kysely';
+import { column, isPostgres, type Migration } from './migration.ts';
 
 /**
  * The number of scopes, kept by the database itself. The unfiltered scope list answers its
@@ -24,7 +24,7 @@ export const scopeCounts: Migration = {
       select 'scopes.live', count(*) from scopes where deleted_at is null
     `.execute(db);
 
-    if (db.getExecutor().adapter instanceof PostgresAdapter) {
+    if (isPostgres(db)) {
       await sql`
         create function count_scopes() returns trigger language plpgsql as $$
         begin

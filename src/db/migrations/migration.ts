@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { type Kysely, PostgresAdapter } from 'kysely';
 
 /**
  * Migrations are frozen in time: they must not follow later changes of the table types, so
@@ -19,3 +19,9 @@ export const column = {
   text: 'text',
   integer: 'integer',
 } as const;
+
+/**
+ * The one place a migration asks which database it runs on: only what SQL cannot say alike
+ * (triggers, so far) differs by dialect.
+ */
+export const isPostgres = (db: MigrationDb): boolean => db.getExecutor().adapter instanceof PostgresAdapter;
