@@ -10,6 +10,7 @@ import {
   MAIN_CONNECTION_AUTOCHECKPOINT_PAGES,
   startCheckpointer,
 } from './sqlite-checkpointer.ts';
+import { allowDirectReads } from './prepared-query.ts';
 import { withStatementCache } from './sqlite-statement-cache.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -53,7 +54,12 @@ function openSqlite(url: string): DatabaseHandle {
           database.pragma(`wal_autocheckpoint = ${DEFAULT_AUTOCHECKPOINT_PAGES}`),
         );
   if (checkpointer !== null) database.pragma(`wal_autocheckpoint = ${MAIN_CONNECTION_AUTOCHECKPOINT_PAGES}`);
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) });
+  const statements = withStatementCache(database);
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: statements }) });
+  allowDirectReads(db, {
+    idle: () => database.open && !database.inTransaction,
+    all: (sql, parameters) => statements.prepare(sql).all(parameters),
+  });
   return {
     db,
     dialect: 'sqlite',

@@ -11,6 +11,25 @@ import type { DbOrTx } from './database.ts';
  * on the values (use two prepared queries for two shapes). Every parameter position holding a
  * placeholder is filled with the matching argument at run time.
  */
+/** Synchronous reads straight on a SQLite connection, when no transaction holds it. */
+export interface DirectReader {
+  /** False while a transaction is open on the connection: reads then queue behind it. */
+  idle(): boolean;
+  all(sql: string, parameters: readonly unknown[]): unknown[];
+}
+
+const directReaders = new WeakMap<object, DirectReader>();
+
+/**
+ * SQLite only: lets the prepared reads below skip Kysely's connection queue when the single
+ * connection is idle. better-sqlite3 runs a statement synchronously, so a read made while no
+ * transaction is open sees exactly the committed state, as if it had waited its turn; while a
+ * transaction is open the read takes the ordinary queue, so it never sees uncommitted work.
+ */
+export function allowDirectReads(db: object, reader: DirectReader): void {
+  directReaders.set(db, reader);
+}
+
 export function preparedQuery<Args extends readonly unknown[], Row>(
   arity: Args['length'],
   build: (db: DbOrTx, ...args: Args) => Compilable<Row>,
@@ -21,7 +40,7 @@ export function preparedQuery<Args extends readonly unknown[], Row>(
   // compiled once too, not once per transaction.
   const compiled = new WeakMap<
     object,
-    { sql: string; slots: readonly number[]; fixed: readonly unknown[] }
+    { sql: string; slots: readonly number[]; fixed: readonly unknown[]; read: boolean }
   >();
 
   const compile = (db: DbOrTx) => {
@@ -32,14 +51,22 @@ export function preparedQuery<Args extends readonly unknown[], Row>(
     if (placeholders.some((_, index) => !slots.includes(index))) {
       throw new Error(`preparedQuery: an argument never reaches the SQL of ${query.sql}`);
     }
-    const entry = { sql: query.sql, slots, fixed: query.parameters };
+    const entry = {
+      sql: query.sql,
+      slots,
+      fixed: query.parameters,
+      read: query.sql.trimStart().toLowerCase().startsWith('select'),
+    };
     compiled.set(db.getExecutor().adapter, entry);
     return entry;
   };
 
   return async (db: DbOrTx, ...args: Args): Promise<Row[]> => {
-    const { sql, slots, fixed } = compiled.get(db.getExecutor().adapter) ?? compile(db);
+    const { sql, slots, fixed, read } = compiled.get(db.getExecutor().adapter) ?? compile(db);
     const parameters = slots.map((slot, index) => (slot === -1 ? fixed[index] : args[slot]));
+    // Only the database handle itself is registered, never a transaction of it.
+    const direct = read ? directReaders.get(db) : undefined;
+    if (direct?.idle() === true) return direct.all(sql, parameters) as Row[];
     const result = await db.executeQuery<Row>(CompiledQuery.raw(sql, parameters));
     return result.rows;
   };
