@@ -1,16 +1,6 @@
 import { type Compilable, CompiledQuery } from 'kysely';
 import type { DbOrTx } from './database.ts';
 
-/**
- * A query on a hot path, built and compiled by Kysely once per dialect and then run
- * with new parameter values. Kysely otherwise rebuilds and recompiles its operation tree on
- * every call, which on a point read costs more than SQLite's own work (profiled under the
- * authenticated-read benchmark: about a sixth of the request's CPU time).
- *
- * The builder receives a placeholder for each argument; the shape of the query must not depend
- * on the values (use two prepared queries for two shapes). Every parameter position holding a
- * placeholder is filled with the matching argument at run time.
- */
 /** Synchronous reads straight on a SQLite connection, when no transaction holds it. */
 export interface DirectReader {
   /** False while a transaction is open on the connection: reads then queue behind it. */
@@ -30,6 +20,16 @@ export function allowDirectReads(db: object, reader: DirectReader): void {
   directReaders.set(db, reader);
 }
 
+/**
+ * A query on a hot path, built and compiled by Kysely once per dialect and then run
+ * with new parameter values. Kysely otherwise rebuilds and recompiles its operation tree on
+ * every call, which on a point read costs more than SQLite's own work (profiled under the
+ * authenticated-read benchmark: about a sixth of the request's CPU time).
+ *
+ * The builder receives a placeholder for each argument; the shape of the query must not depend
+ * on the values (use two prepared queries for two shapes). Every parameter position holding a
+ * placeholder is filled with the matching argument at run time.
+ */
 export function preparedQuery<Args extends readonly unknown[], Row>(
   arity: Args['length'],
   build: (db: DbOrTx, ...args: Args) => Compilable<Row>,
