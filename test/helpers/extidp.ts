@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { ExtidpUserRow } from '../../src/db/database.ts';
 import type { TestApp, TestResponse } from './app.ts';
 import type { IdTokenOptions, TestIdentityProvider } from './identity-provider.ts';
@@ -54,3 +55,41 @@ export async function allExtidpUsers(test: TestApp): Promise<ExtidpUserRow[]> {
 
 /** The body of a refused request: data null, the one message, success false. */
 export const refusal = (message: string) => ({ data: null, messages: [], errors: [message], success: false });
+
+/**
+ * An external-provider user written straight into the table (no provider round trip), for
+ * tests about what happens to such a user afterwards; `changes` sets any column.
+ */
+export async function insertExtidpUser(
+  test: TestApp,
+  scopeId: string,
+  changes: Partial<ExtidpUserRow> = {},
+): Promise<string> {
+  const now = test.clock.now().toISOString();
+  const id = randomUUID();
+  await test.services.db
+    .insertInto('extidp_users')
+    .values({
+      id,
+      scope_id: scopeId,
+      issuer: 'https://idp.example.test',
+      subject: `subject-${id}`,
+      name: 'External User',
+      email: `external-${id}@example.test`,
+      email_normalized: `external-${id}@example.test`,
+      email_verified: 1,
+      picture_url: null,
+      last_signed_in_at: now,
+      last_signed_out_at: null,
+      restricted_at: null,
+      restriction_ground: null,
+      erasure_requested_at: null,
+      deleted_at: null,
+      anonymised_at: null,
+      created_at: now,
+      updated_at: now,
+      ...changes,
+    })
+    .execute();
+  return id;
+}

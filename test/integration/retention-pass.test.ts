@@ -2,13 +2,13 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.ts';
-import type { ExtidpUserRow } from '../../src/db/database.ts';
 import { openDatabase } from '../../src/db/open-database.ts';
 import { RetentionSchedule } from '../../src/jobs/retention-pass.ts';
 import { RETENTION_LOCK_CLASS } from '../../src/modules/privacy/retention.repository.ts';
 import type { App } from '../../src/services.ts';
 import { buildTestApp, newRateLimitNamespace, type TestApp } from '../helpers/app.ts';
 import { DIALECTS, TEST_DATABASE_URL } from '../helpers/dialects.ts';
+import { insertExtidpUser } from '../helpers/extidp.ts';
 import {
   auditEntries,
   createScope,
@@ -20,36 +20,6 @@ import {
 } from '../helpers/factories.ts';
 
 const DAY_SECONDS = 24 * 60 * 60;
-
-async function insertExtidpUser(test: TestApp, scopeId: string, changes: Partial<ExtidpUserRow> = {}) {
-  const now = test.clock.now().toISOString();
-  const id = randomUUID();
-  await test.services.db
-    .insertInto('extidp_users')
-    .values({
-      id,
-      scope_id: scopeId,
-      issuer: 'https://idp.example.test',
-      subject: `subject-${id}`,
-      name: 'Extidp Retention',
-      email: `retention-${id}@example.test`,
-      email_normalized: `retention-${id}@example.test`,
-      email_verified: 1,
-      picture_url: null,
-      last_signed_in_at: now,
-      last_signed_out_at: null,
-      restricted_at: null,
-      restriction_ground: null,
-      erasure_requested_at: null,
-      deleted_at: null,
-      anonymised_at: null,
-      created_at: now,
-      updated_at: now,
-      ...changes,
-    })
-    .execute();
-  return id;
-}
 
 async function requestErasureDirectly(test: TestApp, id: string): Promise<void> {
   await test.services.db

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newId } from '../../src/crypto/secrets.ts';
 import { Role } from '../../src/db/database.ts';
 import {
   purgeExpiredTwoFactorArtifacts,
@@ -9,6 +8,7 @@ import {
 import { expectRefusal } from '../helpers/account-email.ts';
 import { buildTestApp, type TestApp } from '../helpers/app.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
+import { insertExtidpUser } from '../helpers/extidp.ts';
 import {
   auditEntries,
   createScope,
@@ -517,31 +517,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('refuses external-provider users: enable 403, confirm 404, status 403', async () => {
-      const now = test.clock.now().toISOString();
-      const id = newId();
-      await test.services.db
-        .insertInto('extidp_users')
-        .values({
-          id,
-          scope_id: scopeId,
-          issuer: 'https://idp.example.test',
-          subject: `subject-${id}`,
-          name: 'External',
-          email: `external-${id}@example.test`,
-          email_normalized: `external-${id}@example.test`,
-          email_verified: 1,
-          picture_url: null,
-          last_signed_in_at: now,
-          last_signed_out_at: null,
-          restricted_at: null,
-          restriction_ground: null,
-          erasure_requested_at: null,
-          deleted_at: null,
-          anonymised_at: null,
-          created_at: now,
-          updated_at: now,
-        })
-        .execute();
+      const id = await insertExtidpUser(test, scopeId);
       const token = test.services.tokens.issueFullToken({
         sub: id,
         role: Role.User,
