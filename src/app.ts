@@ -81,7 +81,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<App> {
     clock,
     tokens: new TokenService(config.auth, clock),
     passwords: dependencies.passwords ?? new PasswordHasher(),
-    commands: new CommandRunner(database.db, clock, app.log),
+    commands: new CommandRunner(database.db, database.writes, clock, app.log),
     redis: dependencies.redis ?? null,
     log: app.log,
     mailer: dependencies.mailer ?? createMailer(config.email, app.log),

@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../clock.ts';
 import type { Db, Tx } from '../db/database.ts';
+import type { WriteTransactions } from '../db/write-transactions.ts';
 import { InvalidField, Refusal } from '../http/messages.ts';
 import { type AuditRecord, insertAuditEntry } from './audit.repository.ts';
 
@@ -13,7 +14,8 @@ import { type AuditRecord, insertAuditEntry } from './audit.repository.ts';
  * - `prepare` (optional) runs outside any transaction: checks that read, and slow work such as
  *   password hashing that must not hold SQLite's single write lock;
  * - `execute` runs in a transaction together with the success audit row, so a write and its
- *   audit entry commit together or not at all.
+ *   audit entry commit together or not at all. On SQLite, commands that arrive together share
+ *   one commit, each under its own savepoint (db/write-transactions.ts).
  * A refusal or failure in either step rolls back and is recorded with succeeded = false.
  * `execute` may instead *return* a Refusal: its writes so far commit (a failed-attempt counter,
  * a spent guess, a charged budget), the entry is recorded as failed, and the refusal is thrown.
@@ -63,11 +65,13 @@ export function defineCommand<Input, Output, Prepared>(
 
 export class CommandRunner {
   readonly #db: Db;
+  readonly #writes: WriteTransactions;
   readonly #clock: Clock;
   readonly #log: FastifyBaseLogger;
 
-  constructor(db: Db, clock: Clock, log: FastifyBaseLogger) {
+  constructor(db: Db, writes: WriteTransactions, clock: Clock, log: FastifyBaseLogger) {
     this.#db = db;
+    this.#writes = writes;
     this.#clock = clock;
     this.#log = log;
   }
@@ -104,7 +108,7 @@ export class CommandRunner {
     try {
       const prepared =
         command.prepare === undefined ? (input as unknown as Prepared) : await command.prepare(base, input);
-      output = await this.#db.transaction().execute(async (tx) => {
+      output = await this.#writes.run(async (tx) => {
         const result = await command.execute({ ...base, tx }, prepared);
         const refused = result instanceof Refusal;
         await insertAuditEntry(tx, audit(!refused, refused ? result.message : null));
@@ -121,7 +125,7 @@ export class CommandRunner {
 
   async #recordFailure(record: AuditRecord): Promise<void> {
     try {
-      await insertAuditEntry(this.#db, record);
+      await this.#writes.run((tx) => insertAuditEntry(tx, record));
     } catch (error) {
       // The refusal itself must still reach the caller; a lost failure entry is logged instead.
       this.#log.error(

@@ -12,12 +12,15 @@ import {
 } from './sqlite-checkpointer.ts';
 import { allowDirectReads } from './prepared-query.ts';
 import { withStatementCache } from './sqlite-statement-cache.ts';
+import { groupCommit, transactionPerWrite, type WriteTransactions } from './write-transactions.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
 
 export interface DatabaseHandle {
   readonly db: Kysely<Database>;
   readonly dialect: Dialect;
+  /** Where commands run their writes (SQLite: group commit; PostgreSQL: a transaction each). */
+  readonly writes: WriteTransactions;
   /** Cheap round trip for the detailed health check. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -46,6 +49,9 @@ function openSqlite(url: string): DatabaseHandle {
   database.pragma('synchronous = NORMAL');
   database.pragma('foreign_keys = ON');
   database.pragma('busy_timeout = 5000');
+  // Savepoints (one per command in a group commit) keep their undo pages in memory, not in a
+  // temporary file per batch.
+  database.pragma('temp_store = MEMORY');
   // A file database checkpoints from a worker thread, off the event loop (sqlite-checkpointer.ts).
   const checkpointer =
     file === null
@@ -63,6 +69,7 @@ function openSqlite(url: string): DatabaseHandle {
   return {
     db,
     dialect: 'sqlite',
+    writes: groupCommit(db),
     ping: async () => {
       database.prepare('select 1').get();
     },
@@ -83,6 +90,7 @@ function openPostgres(url: string, options: OpenDatabaseOptions): DatabaseHandle
   return {
     db,
     dialect: 'postgres',
+    writes: transactionPerWrite(db),
     ping: async () => {
       await pool.query('select 1');
     },

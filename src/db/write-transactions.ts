@@ -1,0 +1,108 @@
+import { CompiledQuery, type ControlledTransaction } from 'kysely';
+import type { Database, Db, Tx } from './database.ts';
+
+/**
+ * How a command's writes reach the database: `run` executes `work` inside a transaction and
+ * settles only once those writes have committed (or been rolled back, when `work` throws).
+ */
+export interface WriteTransactions {
+  run<T>(work: (tx: Tx) => Promise<T>): Promise<T>;
+}
+
+/** PostgreSQL: one transaction per command; the pool runs several at once. */
+export function transactionPerWrite(db: Db): WriteTransactions {
+  return { run: (work) => db.transaction().execute(work) };
+}
+
+/** At most this many commands share one commit, so reads waiting behind a batch wait briefly. */
+export const MAX_GROUP_COMMIT_BATCH = 64;
+
+const SAVEPOINT = CompiledQuery.raw('savepoint command');
+const RELEASE = CompiledQuery.raw('release command');
+const ROLLBACK_TO = CompiledQuery.raw('rollback to command');
+
+interface Pending {
+  readonly work: (tx: Tx) => Promise<unknown>;
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/**
+ * SQLite group commit. SQLite has one writer, and most of a small write's cost is its commit:
+ * appending every page it dirtied (the row, and each index it touches) to the log. Commands
+ * that arrive together therefore share one transaction, each inside its own savepoint, and one
+ * commit (measured on this machine kind: a scope with its audit entry costs 131 µs alone and
+ * 36 µs in a batch of 32).
+ *
+ * - Requests that arrive in the same turn of the event loop are queued, and the batch starts
+ *   on `setImmediate`, after the loop has read every request that was ready.
+ * - A command that throws is rolled back to its savepoint and rejected at once; the others go
+ *   on. A command that returns (a Refusal too) keeps its writes.
+ * - Nobody is answered before the commit, so an answer never reports a write that a crash
+ *   could still lose. Should the commit fail, every command of the batch fails with it.
+ */
+export function groupCommit(db: Db, maxBatch = MAX_GROUP_COMMIT_BATCH): WriteTransactions {
+  const queue: Pending[] = [];
+  let flushing = false;
+
+  const flush = async (): Promise<void> => {
+    while (queue.length > 0) await commitBatch(db, queue.splice(0, maxBatch));
+    flushing = false;
+  };
+
+  return {
+    run: <T>(work: (tx: Tx) => Promise<T>) =>
+      new Promise<T>((resolve, reject) => {
+        queue.push({ work, resolve: resolve as (value: unknown) => void, reject });
+        if (flushing) return;
+        flushing = true;
+        setImmediate(() => void flush());
+      }),
+  };
+}
+
+async function commitBatch(db: Db, batch: readonly Pending[]): Promise<void> {
+  let trx: ControlledTransaction<Database>;
+  try {
+    trx = await db.startTransaction().execute();
+  } catch (error) {
+    for (const pending of batch) pending.reject(error);
+    return;
+  }
+  // A lone command needs no savepoint: if it throws, the whole transaction rolls back.
+  const isolate = batch.length > 1;
+  const committed: Array<{ pending: Pending; value: unknown }> = [];
+  try {
+    for (const pending of batch) {
+      if (isolate) await trx.executeQuery(SAVEPOINT);
+      let value: unknown;
+      try {
+        value = await pending.work(trx);
+      } catch (error) {
+        if (!isolate) {
+          await trx.rollback().execute();
+          pending.reject(error);
+          return;
+        }
+        await trx.executeQuery(ROLLBACK_TO);
+        await trx.executeQuery(RELEASE);
+        pending.reject(error);
+        continue;
+      }
+      if (isolate) await trx.executeQuery(RELEASE);
+      committed.push({ pending, value });
+    }
+    await trx.commit().execute();
+  } catch (error) {
+    // The batch itself broke (a savepoint statement or the commit failed): nothing of it stands.
+    // Rejecting a command that already settled does nothing.
+    if (!trx.isCommitted && !trx.isRolledBack)
+      await trx
+        .rollback()
+        .execute()
+        .catch(() => undefined);
+    for (const pending of batch) pending.reject(error);
+    return;
+  }
+  for (const { pending, value } of committed) pending.resolve(value);
+}

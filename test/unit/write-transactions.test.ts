@@ -1,0 +1,110 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import { sql } from 'kysely';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Tx } from '../../src/db/database.ts';
+import { type DatabaseHandle, openDatabase } from '../../src/db/open-database.ts';
+import { groupCommit, type WriteTransactions } from '../../src/db/write-transactions.ts';
+
+const insert = (tx: Tx, name: string) => sql`insert into items (name) values (${name})`.execute(tx);
+
+describe('SQLite group commit', () => {
+  let directory: string;
+  let handle: DatabaseHandle;
+  let writes: WriteTransactions;
+  /** A second connection to the same file: it sees only what has committed. */
+  let observer: BetterSqlite3.Database;
+  const committedNames = () =>
+    (observer.prepare('select name from items order by name').all() as Array<{ name: string }>).map(
+      (row) => row.name,
+    );
+
+  beforeEach(async () => {
+    directory = mkdtempSync(join(tmpdir(), 'portcullis-group-commit-'));
+    const file = join(directory, 'identity.db');
+    handle = openDatabase(`sqlite:${file}`);
+    await sql`create table items (name text not null unique)`.execute(handle.db);
+    await sql`create table children (item text not null references items (name))`.execute(handle.db);
+    writes = groupCommit(handle.db, 4);
+    observer = new BetterSqlite3(file);
+  });
+  afterEach(async () => {
+    observer.close();
+    await handle.close();
+    rmSync(directory, { recursive: true, force: true });
+  });
+
+  it('runs commands that arrive together in one transaction, answering each only after the commit', async () => {
+    const seenByObserverDuringSecond: string[][] = [];
+    const first = writes.run((tx) => insert(tx, 'a').then(() => 'first'));
+    const second = writes.run(async (tx) => {
+      seenByObserverDuringSecond.push(committedNames());
+      // The first command's row is visible here: both run in the same transaction.
+      const rows = await sql<{ name: string }>`select name from items`.execute(tx);
+      await insert(tx, 'b');
+      return rows.rows.map((row) => row.name);
+    });
+    expect(await Promise.all([first, second])).toEqual(['first', ['a']]);
+    // While the second command ran, nothing of the batch had committed yet.
+    expect(seenByObserverDuringSecond).toEqual([[]]);
+    expect(committedNames()).toEqual(['a', 'b']);
+  });
+
+  it('rolls a failing command back to its savepoint; the others of its batch commit', async () => {
+    const outcomes = await Promise.allSettled([
+      writes.run((tx) => insert(tx, 'a')),
+      writes.run(async (tx) => {
+        await insert(tx, 'half-written');
+        await insert(tx, 'a'); // unique violation
+      }),
+      writes.run((tx) => insert(tx, 'c')),
+    ]);
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect(committedNames()).toEqual(['a', 'c']);
+  });
+
+  it('rolls back a lone failing command entirely', async () => {
+    await expect(
+      writes.run(async (tx) => {
+        await insert(tx, 'lone');
+        throw new Error('refused');
+      }),
+    ).rejects.toThrow('refused');
+    expect(committedNames()).toEqual([]);
+  });
+
+  it('fails every command of a batch whose commit fails, and keeps none of them', async () => {
+    const outcomes = await Promise.allSettled([
+      writes.run((tx) => insert(tx, 'a')),
+      writes.run(async (tx) => {
+        // Checked at commit: the orphan row makes the commit itself fail.
+        await sql`pragma defer_foreign_keys = on`.execute(tx);
+        await sql`insert into children (item) values ('missing')`.execute(tx);
+      }),
+    ]);
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(['rejected', 'rejected']);
+    expect(committedNames()).toEqual([]);
+    // The connection is usable again afterwards.
+    await writes.run((tx) => insert(tx, 'after'));
+    expect(committedNames()).toEqual(['after']);
+  });
+
+  it('shares one commit among at most the batch size; the rest follow in the next batches', async () => {
+    const committedBeforeBatch = new Set<number>();
+    const names = Array.from({ length: 10 }, (_, index) => `item ${String(index).padStart(2, '0')}`);
+    await Promise.all(
+      names.map((name) =>
+        writes.run(async (tx) => {
+          await insert(tx, name);
+          // What has committed while a command runs tells which batch it belongs to.
+          committedBeforeBatch.add(committedNames().length);
+        }),
+      ),
+    );
+    expect(committedNames()).toEqual(names);
+    // Batches of 4, 4 and 2: the observer saw 0, then 4, then 8 committed rows.
+    expect([...committedBeforeBatch]).toEqual([0, 4, 8]);
+  });
+});
