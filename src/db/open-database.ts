@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import { Kysely, PostgresDialect, SqliteDialect, SqliteQueryCompiler } from 'kysely';
 import pg from 'pg';
 import { sqliteFilePath } from '../config/config.ts';
 import type { Database } from './database.ts';
@@ -40,6 +40,27 @@ export function openDatabase(url: string, options: OpenDatabaseOptions = {}): Da
   return openPostgres(url, options);
 }
 
+/**
+ * SQLite re-prepares a statement on every run when a bare `?` in a join's WHERE clause might
+ * change its plan (the parameter is marked as plan-relevant; the query planner stability
+ * guarantee that would stop this is not reachable through better-sqlite3). Re-preparing a
+ * three-table join costs more than running it: profiled under the live-check benchmark, half of
+ * the request's CPU went to SQLite's parser and planner. A unary plus makes each parameter an
+ * expression with the same value, type, affinity and collation (none), so the statement stays
+ * prepared (measured: a two-table point join 4.5 µs → 0.6 µs).
+ */
+class PreparedOnceSqliteQueryCompiler extends SqliteQueryCompiler {
+  protected override getCurrentParameterPlaceholder(): string {
+    return '+?';
+  }
+}
+
+class PortcullisSqliteDialect extends SqliteDialect {
+  override createQueryCompiler(): SqliteQueryCompiler {
+    return new PreparedOnceSqliteQueryCompiler();
+  }
+}
+
 function openSqlite(url: string): DatabaseHandle {
   const file = sqliteFilePath(url);
   if (file !== null) mkdirSync(dirname(file), { recursive: true });
@@ -61,7 +82,7 @@ function openSqlite(url: string): DatabaseHandle {
         );
   if (checkpointer !== null) database.pragma(`wal_autocheckpoint = ${MAIN_CONNECTION_AUTOCHECKPOINT_PAGES}`);
   const statements = withStatementCache(database);
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: statements }) });
+  const db = new Kysely<Database>({ dialect: new PortcullisSqliteDialect({ database: statements }) });
   allowDirectReads(db, {
     idle: () => database.open && !database.inTransaction,
     all: (sql, parameters) => statements.prepare(sql).all(parameters),

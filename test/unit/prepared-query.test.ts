@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Db } from '../../src/db/database.ts';
 import { type DatabaseHandle, openDatabase } from '../../src/db/open-database.ts';
@@ -51,5 +51,43 @@ describe('prepared queries', () => {
     rollBack();
     await transaction;
     expect(await read).toEqual([{ count: 0 }]);
+  });
+});
+
+describe('SQLite parameters', () => {
+  let handle: DatabaseHandle;
+  beforeEach(async () => {
+    handle = openDatabase('sqlite::memory:');
+    await sql`create table parents (id text primary key, deleted_at text)`.execute(handle.db);
+    await sql`create table children (id text primary key, parent_id text, rank integer)`.execute(handle.db);
+    await sql`insert into parents values ('p', null), ('1', null)`.execute(handle.db);
+    await sql`insert into children values ('c', 'p', 1), ('d', 'p', 2), ('2', '1', 3)`.execute(handle.db);
+  });
+  afterEach(() => handle.close());
+
+  // A bare `?` in a join's WHERE clause makes SQLite re-plan the statement on every run; the
+  // compiler writes `+?`, which keeps the plan while comparing exactly as `?` would.
+  const childrenOf = (parentId: unknown, minimumRank: unknown) =>
+    sql<{ id: string }>`select c.id from children c join parents p on p.id = c.parent_id
+      where p.id = ${parentId} and c.rank >= ${minimumRank} order by c.id`;
+
+  it('are written as unary-plus expressions', () => {
+    expect(childrenOf('p', 1).compile(handle.db).sql).toMatch(/p\.id = \+\? and c\.rank >= \+\?/);
+  });
+
+  it('answer exactly as bare parameters do, whatever the type of the value', async () => {
+    for (const [parentId, minimumRank] of [
+      ['p', 2],
+      [1, 0],
+      ['1', '0'],
+      [null, 0],
+      ['p', '1.5'],
+    ] as const) {
+      const query = childrenOf(parentId, minimumRank).compile(handle.db);
+      const bare = CompiledQuery.raw(query.sql.replaceAll('+?', '?'), [...query.parameters]);
+      const expected = (await handle.db.executeQuery(bare)).rows;
+      expect((await handle.db.executeQuery(query)).rows).toEqual(expected);
+    }
+    expect((await childrenOf('p', 2).execute(handle.db)).rows).toEqual([{ id: 'd' }]);
   });
 });
