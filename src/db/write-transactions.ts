@@ -38,8 +38,8 @@ interface Pending {
  *   on `setImmediate`, after the loop has read every request that was ready.
  * - A command that throws is rolled back to its savepoint and rejected at once; the others go
  *   on. A command that returns (a Refusal too) keeps its writes.
- * - Nobody is answered before the commit, so an answer never reports a write that a crash
- *   could still lose. Should the commit fail, every command of the batch fails with it.
+ * - Nobody is answered before the commit, so an answer never reports a write that a process
+ *   crash could still lose. Should the commit fail, every command of the batch fails with it.
  */
 export function groupCommit(db: Db, maxBatch = MAX_GROUP_COMMIT_BATCH): WriteTransactions {
   const queue: Pending[] = [];
