@@ -1,5 +1,6 @@
 import './http/fastify-augment.ts';
 import cors from '@fastify/cors';
+import type { FastifyRateLimitStoreCtor } from '@fastify/rate-limit';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyServerOptions } from 'fastify';
 import type { Redis } from 'ioredis';
@@ -45,6 +46,8 @@ export interface AppDependencies {
   readonly passwords?: PasswordHasher;
   /** Fastify's logger option: pino options, or false (tests). */
   readonly logger?: FastifyServerOptions['logger'];
+  /** Without Redis: the process's shared rate-limit counters (server.ts); default, the app's own. */
+  readonly rateLimitStore?: FastifyRateLimitStoreCtor;
   /** Prefix of the shared rate-limit counters (tests give each app its own). */
   readonly rateLimitNamespace?: string;
   /** Mail delivery; default: SMTP when SERVICE_SMTP_URL is set, else the logging fallback. */
@@ -147,6 +150,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<App> {
   const authenticate = createAuthenticator(services.tokens, services.db, identityResolvers);
   const chargeRateLimits = await registerRateLimits(app, {
     redis: services.redis,
+    store: dependencies.rateLimitStore,
     namespace: dependencies.rateLimitNamespace ?? 'portcullis:rate-limit:',
   });
   // Order of spec §Endpoints rule 2: authentication and role checks first, then limits, then

@@ -1,34 +1,37 @@
-import { Redis } from 'ioredis';
+import type { AddressInfo } from 'node:net';
 import { buildApp } from './app.ts';
 import { ConfigError, loadConfig } from './config/config.ts';
 import { migrateToLatest } from './db/migrate.ts';
-import { RETENTION_PASS_INTERVAL_MS } from './jobs/retention-pass.ts';
 import { openDatabase } from './db/open-database.ts';
+import { ProcessRateLimitCounters } from './http/process-rate-limits.ts';
+import { RETENTION_PASS_INTERVAL_MS } from './jobs/retention-pass.ts';
 import { ensureBootstrapAdmin } from './modules/persons/bootstrap-admin.ts';
 import { assertNodeVersion } from './runtime.ts';
+import { type HttpThreads, startHttpThreads } from './threads/http-threads.ts';
+import { connectRedis, listenOptions, serviceLogger } from './threads/instance.ts';
 
-/** Process entry: config → database → migrate → app → listen; graceful close on SIGTERM/SIGINT. */
+/**
+ * Process entry: config → database → migrate → app → listen → the other HTTP threads; graceful
+ * close on SIGTERM/SIGINT. The main thread serves HTTP too, and alone runs what must happen once
+ * per process: migrations, the bootstrap admin, checkpoints, the retention pass and (without
+ * Redis) the rate-limit counters.
+ */
 async function main(): Promise<void> {
   assertNodeVersion();
   const warnings: string[] = [];
   const config = loadConfig(process.env, (warning) => warnings.push(warning));
   const database = openDatabase(config.databaseUrl);
   await migrateToLatest(database.db);
-  const redis =
-    config.redisUrl === null
-      ? null
-      : new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 });
+  const redis = connectRedis(config);
+  const counters = redis === null ? new ProcessRateLimitCounters() : null;
   const app = await buildApp({
     config,
     database,
     redis,
+    ...(counters === null ? {} : { rateLimitStore: counters.store() }),
     // DECISIONS §7: hourly; stopped (and a running pass finished) by app.close() on SIGTERM.
     retentionSchedule: { intervalMs: RETENTION_PASS_INTERVAL_MS },
-    logger: {
-      level: config.logLevel,
-      // Never log credentials: tokens, keys and cookies stay out of request logs.
-      redact: ['req.headers.authorization', 'req.headers["x-service-caller-key"]', 'req.headers.cookie'],
-    },
+    logger: serviceLogger(config),
   });
   for (const warning of warnings) app.log.warn(warning);
   app.log.info(
@@ -36,31 +39,45 @@ async function main(): Promise<void> {
       environment: config.environment,
       database: database.dialect,
       rateLimitStore: redis === null ? 'memory' : 'redis',
+      httpThreads: config.httpThreads,
     },
     'starting',
   );
   await ensureBootstrapAdmin(app.services);
   await app.services.passwords.prepareDecoy();
 
+  let threads: HttpThreads | null = null;
   let closing = false;
-  const close = async (signal: string) => {
+  const close = async (reason: string, exitCode: number) => {
     if (closing) return;
     closing = true;
-    app.log.info({ signal }, 'shutting down');
+    app.log.info({ reason }, 'shutting down');
     try {
+      await threads?.close();
       await app.close();
       await database.close();
       await redis?.quit();
-      process.exit(0);
+      process.exit(exitCode);
     } catch (error) {
       app.log.error({ err: error }, 'error while shutting down');
       process.exit(1);
     }
   };
-  process.once('SIGTERM', () => void close('SIGTERM'));
-  process.once('SIGINT', () => void close('SIGINT'));
+  process.once('SIGTERM', () => void close('SIGTERM', 0));
+  process.once('SIGINT', () => void close('SIGINT', 0));
 
-  await app.listen({ host: config.host, port: config.port });
+  await app.listen(listenOptions(config, config.port));
+  threads = await startHttpThreads(config.httpThreads - 1, {
+    config,
+    // The port actually bound: SERVICE_PORT=0 asks the OS for any free one.
+    port: (app.server.address() as AddressInfo).port,
+    counters,
+    log: app.log,
+    onExit: (code) => {
+      app.log.fatal({ code }, 'an HTTP thread exited unexpectedly');
+      void close('HTTP thread exit', 1);
+    },
+  });
 }
 
 main().catch((error: unknown) => {

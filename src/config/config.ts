@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { BlockList, isIP } from 'node:net';
+import { availableParallelism } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 
 /**
@@ -24,6 +25,8 @@ export interface Config {
   readonly port: number;
   readonly logLevel: string;
   readonly databaseUrl: string;
+  /** Threads serving HTTP on the one port (the first is the main thread): SERVICE_HTTP_THREADS. */
+  readonly httpThreads: number;
   readonly redisUrl: string | null;
   readonly auth: {
     readonly tokenSecret: string;
@@ -139,6 +142,7 @@ export function loadConfig(env: Env, warn: WarningSink): Config {
     port: port(env),
     logLevel: logLevel(env),
     databaseUrl,
+    httpThreads: httpThreads(env, databaseUrl),
     redisUrl: text(env, 'SERVICE_REDIS_URL'),
     auth: {
       tokenSecret,
@@ -289,6 +293,28 @@ function port(env: Env): number {
   const value = Number(raw);
   if (!Number.isInteger(value) || value < 0 || value > 65535) {
     throw new ConfigError('SERVICE_PORT must be an integer from 0 to 65535.');
+  }
+  return value;
+}
+
+/** The default thread count follows the cores, up to this many (each thread holds its own heap). */
+export const DEFAULT_MAXIMUM_HTTP_THREADS = 8;
+const MAXIMUM_HTTP_THREADS = 64;
+
+/**
+ * How many threads serve HTTP. Default: one per core, at most DEFAULT_MAXIMUM_HTTP_THREADS. An
+ * in-memory SQLite database lives inside one connection, so it is served by one thread only.
+ */
+function httpThreads(env: Env, databaseUrl: string): number {
+  const inMemory = databaseUrl.startsWith('sqlite:') && sqliteFilePath(databaseUrl) === null;
+  const raw = text(env, 'SERVICE_HTTP_THREADS');
+  if (raw === null) return inMemory ? 1 : Math.min(availableParallelism(), DEFAULT_MAXIMUM_HTTP_THREADS);
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1 || value > MAXIMUM_HTTP_THREADS) {
+    throw new ConfigError(`SERVICE_HTTP_THREADS must be an integer from 1 to ${MAXIMUM_HTTP_THREADS}.`);
+  }
+  if (inMemory && value > 1) {
+    throw new ConfigError('SERVICE_HTTP_THREADS must be 1 with an in-memory SQLite database.');
   }
   return value;
 }

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect, SqliteQueryCompiler } from 'kysely';
+import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { sqliteFilePath } from '../config/config.ts';
 import type { Database } from './database.ts';
@@ -11,6 +11,7 @@ import {
   startCheckpointer,
 } from './sqlite-checkpointer.ts';
 import { allowDirectReads } from './prepared-query.ts';
+import { PortcullisSqliteDialect, SQLITE_BUSY_TIMEOUT_MS } from './sqlite-dialect.ts';
 import { withStatementCache } from './sqlite-statement-cache.ts';
 import { groupCommit, transactionPerWrite, type WriteTransactions } from './write-transactions.ts';
 
@@ -30,38 +31,22 @@ export interface OpenDatabaseOptions {
   /** PostgreSQL only: the schema to use (tests give each file its own). */
   readonly postgresSchema?: string;
   readonly postgresPoolSize?: number;
+  /**
+   * SQLite file only: start the checkpointing thread (default true). One per process is enough:
+   * the HTTP threads other than the main one open the file without it.
+   */
+  readonly sqliteCheckpointer?: boolean;
 }
 
 // COUNT(*) and other int8 results arrive as strings by default; our counts fit in a double.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 
 export function openDatabase(url: string, options: OpenDatabaseOptions = {}): DatabaseHandle {
-  if (url.startsWith('sqlite:')) return openSqlite(url);
+  if (url.startsWith('sqlite:')) return openSqlite(url, options.sqliteCheckpointer ?? true);
   return openPostgres(url, options);
 }
 
-/**
- * SQLite re-prepares a statement on every run when a bare `?` in a join's WHERE clause might
- * change its plan (the parameter is marked as plan-relevant; the query planner stability
- * guarantee that would stop this is not reachable through better-sqlite3). Re-preparing a
- * three-table join costs more than running it: profiled under the live-check benchmark, half of
- * the request's CPU went to SQLite's parser and planner. A unary plus makes each parameter an
- * expression with the same value, type, affinity and collation (none), so the statement stays
- * prepared (measured: a two-table point join 4.5 µs → 0.6 µs).
- */
-class PreparedOnceSqliteQueryCompiler extends SqliteQueryCompiler {
-  protected override getCurrentParameterPlaceholder(): string {
-    return '+?';
-  }
-}
-
-class PortcullisSqliteDialect extends SqliteDialect {
-  override createQueryCompiler(): SqliteQueryCompiler {
-    return new PreparedOnceSqliteQueryCompiler();
-  }
-}
-
-function openSqlite(url: string): DatabaseHandle {
+function openSqlite(url: string, withCheckpointer: boolean): DatabaseHandle {
   const file = sqliteFilePath(url);
   if (file !== null) mkdirSync(dirname(file), { recursive: true });
   const database = new BetterSqlite3(file ?? ':memory:');
@@ -69,18 +54,19 @@ function openSqlite(url: string): DatabaseHandle {
   database.pragma('journal_mode = WAL');
   database.pragma('synchronous = NORMAL');
   database.pragma('foreign_keys = ON');
-  database.pragma('busy_timeout = 5000');
+  database.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
   // Savepoints (one per command in a group commit) keep their undo pages in memory, not in a
   // temporary file per batch.
   database.pragma('temp_store = MEMORY');
-  // A file database checkpoints from a worker thread, off the event loop (sqlite-checkpointer.ts).
+  // A file database checkpoints from a worker thread, off the event loop (sqlite-checkpointer.ts);
+  // every connection keeps a higher autocheckpoint threshold as the safety net.
   const checkpointer =
-    file === null
+    file === null || !withCheckpointer
       ? null
       : startCheckpointer(file, () =>
           database.pragma(`wal_autocheckpoint = ${DEFAULT_AUTOCHECKPOINT_PAGES}`),
         );
-  if (checkpointer !== null) database.pragma(`wal_autocheckpoint = ${MAIN_CONNECTION_AUTOCHECKPOINT_PAGES}`);
+  if (file !== null) database.pragma(`wal_autocheckpoint = ${MAIN_CONNECTION_AUTOCHECKPOINT_PAGES}`);
   const statements = withStatementCache(database);
   const db = new Kysely<Database>({ dialect: new PortcullisSqliteDialect({ database: statements }) });
   allowDirectReads(db, {

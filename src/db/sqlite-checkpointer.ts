@@ -20,6 +20,8 @@ export const DEFAULT_AUTOCHECKPOINT_PAGES = 1000;
 const CHECKPOINT_INTERVAL_MS = 250;
 
 interface CheckpointerData {
+  /** Tells this thread apart from others whose code imports this module (HTTP threads). */
+  readonly role: 'sqlite-checkpointer';
   readonly file: string;
   readonly intervalMs: number;
 }
@@ -35,7 +37,11 @@ export interface Checkpointer {
  */
 export function startCheckpointer(file: string, onFailure: (error: unknown) => void): Checkpointer {
   const worker = new Worker(new URL(import.meta.url), {
-    workerData: { file, intervalMs: CHECKPOINT_INTERVAL_MS } satisfies CheckpointerData,
+    workerData: {
+      role: 'sqlite-checkpointer',
+      file,
+      intervalMs: CHECKPOINT_INTERVAL_MS,
+    } satisfies CheckpointerData,
     resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 4 },
   });
   // It must never keep the process alive: it holds nothing a checkpoint on reopening would lose.
@@ -78,6 +84,6 @@ function runCheckpointer({ file, intervalMs }: CheckpointerData): void {
   });
 }
 
-if (!isMainThread && (workerData as CheckpointerData | undefined)?.file !== undefined) {
+if (!isMainThread && (workerData as Partial<CheckpointerData> | null)?.role === 'sqlite-checkpointer') {
   runCheckpointer(workerData as CheckpointerData);
 }

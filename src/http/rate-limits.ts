@@ -1,4 +1,4 @@
-import rateLimit from '@fastify/rate-limit';
+import rateLimit, { type FastifyRateLimitStoreCtor } from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import { Refusal } from './messages.ts';
@@ -7,7 +7,8 @@ import { Refusal } from './messages.ts';
  * The named budgets of spec §Limits. A route names the budgets it is charged to in
  * `config.rateLimits`; routes naming the same budget share its counters (so login,
  * password-recovery and 2fa/enable all draw on one "authentication" budget per address).
- * Counters live in memory, or in Redis when configured, so several instances share them.
+ * Counters live in memory (shared by the process's HTTP threads), or in Redis when configured,
+ * so several instances share them.
  */
 export const RATE_LIMIT_BUDGETS = {
   /** Anonymous authentication endpoints and the credential-checking authenticated ones. */
@@ -22,11 +23,24 @@ export type RateLimitBudget = keyof typeof RATE_LIMIT_BUDGETS;
 
 export interface RateLimitOptions {
   readonly redis: Redis | null;
+  /**
+   * Without Redis: the counters to charge (server.ts shares one set between its HTTP threads,
+   * process-rate-limits.ts); unset, the plugin's own memory store.
+   */
+  readonly store?: FastifyRateLimitStoreCtor | undefined;
   /** Key prefix in Redis (tests give each app its own). */
   readonly namespace: string;
 }
 
 type Limiter = (request: FastifyRequest) => Promise<{ isExceeded?: boolean; ttlInSeconds?: number }>;
+
+/** Redis when configured; else the given counters; else the plugin's own memory store. */
+function counterStore(
+  options: RateLimitOptions,
+): { redis: Redis } | { store: FastifyRateLimitStoreCtor } | object {
+  if (options.redis !== null) return { redis: options.redis };
+  return options.store === undefined ? {} : { store: options.store };
+}
 
 /**
  * Registers the store and returns the hook that charges a request to its route's budgets.
@@ -36,7 +50,7 @@ type Limiter = (request: FastifyRequest) => Promise<{ isExceeded?: boolean; ttlI
 export async function registerRateLimits(app: FastifyInstance, options: RateLimitOptions) {
   await app.register(rateLimit, {
     global: false,
-    ...(options.redis === null ? {} : { redis: options.redis }),
+    ...counterStore(options),
     nameSpace: options.namespace,
     // If the shared store is unreachable, serve the request (and log) rather than lock
     // everyone out of signing in; the detailed health check reports the store as unhealthy.

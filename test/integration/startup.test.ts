@@ -1,8 +1,13 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  killServerProcesses,
+  listeningPort,
+  type ServerProcess,
+  startServerProcess,
+} from '../helpers/server-process.ts';
 
 /**
  * The real process entry (src/server.ts) started as a child process: start-up refusals must
@@ -10,61 +15,24 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
  * a good configuration must serve and stop cleanly on SIGTERM.
  */
 
-const SERVER_ENTRY = resolve(import.meta.dirname, '../../src/server.ts');
 const GOOD_SECRET = 'start-up-test-secret-of-at-least-32-bytes';
 
-interface Started {
-  readonly child: ChildProcess;
-  stdout(): string;
-  stderr(): string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
 let directory: string;
-let children: ChildProcess[] = [];
 
 beforeEach(() => {
   directory = mkdtempSync(join(tmpdir(), 'portcullis-startup-'));
 });
 afterEach(() => {
-  for (const child of children)
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  children = [];
+  killServerProcesses();
   rmSync(directory, { recursive: true, force: true });
 });
 
-/** Starts the server with exactly these settings (nothing inherited from the test's own env). */
-function startServer(settings: Record<string, string>): Started {
-  const child = spawn(process.execPath, [SERVER_ENTRY], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      SERVICE_DATABASE_URL: `sqlite:${join(directory, 'identity.db')}`,
-      SERVICE_PORT: '0',
-      ...settings,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+/** Starts the server on a SQLite file in this test's directory, with exactly these settings. */
+function startServer(settings: Record<string, string>): ServerProcess {
+  return startServerProcess({
+    SERVICE_DATABASE_URL: `sqlite:${join(directory, 'identity.db')}`,
+    ...settings,
   });
-  children.push(child);
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolveExit) =>
-    child.once('close', (code, signal) => resolveExit({ code, signal })),
-  );
-  return { child, stdout: () => stdout, stderr: () => stderr, exited };
-}
-
-/** The port from Fastify's "Server listening at http://127.0.0.1:PORT" log line. */
-async function listeningPort(started: Started): Promise<number> {
-  const deadline = Date.now() + 20_000;
-  while (Date.now() < deadline) {
-    const match = /Server listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(started.stdout());
-    if (match !== null) return Number(match[1]);
-    if (started.child.exitCode !== null) break;
-    await new Promise((wait) => setTimeout(wait, 50));
-  }
-  throw new Error(`the server did not start:\n${started.stdout()}\n${started.stderr()}`);
 }
 
 describe('start-up refusals (spec §Authentication 7, 14; DECISIONS §8)', () => {

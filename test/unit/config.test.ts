@@ -1,8 +1,14 @@
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ConfigError, DEFAULTS, type Env, loadConfig } from '../../src/config/config.ts';
+import {
+  ConfigError,
+  DEFAULT_MAXIMUM_HTTP_THREADS,
+  DEFAULTS,
+  type Env,
+  loadConfig,
+} from '../../src/config/config.ts';
 
 const SECRET = 'configured-secret-value-with-enough-bytes-0123';
 const PREVIOUS_SECRET = 'previous-secret-value-with-enough-bytes-45678';
@@ -353,5 +359,29 @@ describe('loadConfig: the development secret (DECISIONS §8)', () => {
       SERVICE_AUTH_TOKEN_SECRET: SECRET,
     });
     expect(() => statSync(join(directory!, 'token-secret'))).toThrow();
+  });
+});
+
+describe('loadConfig: HTTP threads (docs/performance.md)', () => {
+  it('defaults to one thread per core, at most the default maximum, and to one for an in-memory database', () => {
+    const expected = Math.min(availableParallelism(), DEFAULT_MAXIMUM_HTTP_THREADS);
+    expect(load(PRODUCTION).config.httpThreads).toBe(expected);
+    expect(load(DEVELOPMENT).config.httpThreads).toBe(1);
+  });
+
+  it('uses a configured count as given', () => {
+    expect(load({ ...PRODUCTION, SERVICE_HTTP_THREADS: '3' }).config.httpThreads).toBe(3);
+    expect(load({ ...DEVELOPMENT, SERVICE_HTTP_THREADS: '1' }).config.httpThreads).toBe(1);
+  });
+
+  it('refuses a count that is not a whole number from 1 to 64, and several threads on an in-memory database', () => {
+    for (const value of ['0', '65', '1.5', 'two', '-1']) {
+      expect(refusalOf({ ...PRODUCTION, SERVICE_HTTP_THREADS: value })).toBe(
+        'SERVICE_HTTP_THREADS must be an integer from 1 to 64.',
+      );
+    }
+    expect(refusalOf({ ...DEVELOPMENT, SERVICE_HTTP_THREADS: '2' })).toBe(
+      'SERVICE_HTTP_THREADS must be 1 with an in-memory SQLite database.',
+    );
   });
 });

@@ -1,0 +1,36 @@
+import { parentPort, workerData } from 'node:worker_threads';
+import { buildApp } from '../app.ts';
+import { openDatabase } from '../db/open-database.ts';
+import { remoteRateLimitStore } from '../http/process-rate-limits.ts';
+import { type HttpThreadData, LISTENING } from './http-threads.ts';
+import { connectRedis, listenOptions, serviceLogger } from './instance.ts';
+
+/**
+ * Entry of an HTTP thread other than the main one (started by http-threads.ts): the same app on
+ * its own database connection, bound to the main thread's port. The main thread alone migrates,
+ * creates the bootstrap admin, checkpoints and runs the retention pass.
+ */
+
+async function runHttpThread({ config, port, rateLimitPort }: HttpThreadData): Promise<void> {
+  const database = openDatabase(config.databaseUrl, { sqliteCheckpointer: false });
+  const redis = connectRedis(config);
+  const app = await buildApp({
+    config,
+    database,
+    redis,
+    ...(rateLimitPort === null ? {} : { rateLimitStore: remoteRateLimitStore(rateLimitPort) }),
+    logger: serviceLogger(config),
+  });
+  await app.services.passwords.prepareDecoy();
+  await app.listen(listenOptions(config, port));
+  parentPort!.once('message', async () => {
+    await app.close();
+    await database.close();
+    await redis?.quit();
+    rateLimitPort?.close();
+    parentPort!.close();
+  });
+  parentPort!.postMessage(LISTENING);
+}
+
+await runHttpThread(workerData as HttpThreadData);

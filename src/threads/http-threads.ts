@@ -1,0 +1,92 @@
+import { once } from 'node:events';
+import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Config } from '../config/config.ts';
+import type { ProcessRateLimitCounters } from '../http/process-rate-limits.ts';
+
+/**
+ * The HTTP threads besides the main one (SERVICE_HTTP_THREADS - 1), each a full copy of the app
+ * listening on the same port. A thread that dies unexpectedly is reported through `onExit`:
+ * server.ts then stops the whole process, so that its supervisor restarts it whole rather than
+ * it serving on with part of its capacity.
+ */
+
+/** What an HTTP thread starts from (its entry is http-thread.ts). */
+export interface HttpThreadData {
+  readonly config: Config;
+  /** The port the main thread bound (it may have asked the OS for any free one). */
+  readonly port: number;
+  /** Where to charge the process's rate-limit counters; null when they live in Redis. */
+  readonly rateLimitPort: MessagePort | null;
+}
+
+/** Sent to the main thread once this thread listens. */
+export const LISTENING = 'listening';
+/** Received from the main thread: finish the requests in flight, close, and exit. */
+export const CLOSE = 'close';
+
+export interface HttpThreads {
+  /** Lets every thread finish its requests in flight and close; resolves when all have exited. */
+  close(): Promise<void>;
+}
+
+export interface HttpThreadOptions {
+  readonly config: Config;
+  readonly port: number;
+  /** The process's rate-limit counters, or null when Redis holds them. */
+  readonly counters: ProcessRateLimitCounters | null;
+  readonly log: FastifyBaseLogger;
+  readonly onExit: (code: number) => void;
+}
+
+export async function startHttpThreads(count: number, options: HttpThreadOptions): Promise<HttpThreads> {
+  const started: Array<{ worker: Worker; counterPort: MessagePort | null }> = [];
+  let closing = false;
+  const close = async () => {
+    closing = true;
+    await Promise.all(
+      started.map(async ({ worker, counterPort }) => {
+        const exited = once(worker, 'exit');
+        worker.postMessage(CLOSE);
+        await exited;
+        counterPort?.close();
+      }),
+    );
+  };
+  try {
+    for (let index = 0; index < count; index += 1) {
+      const thread = await startHttpThread(options);
+      started.push(thread);
+      thread.worker.on('error', (error) => options.log.error({ err: error }, 'HTTP thread failed'));
+      thread.worker.once('exit', (code) => {
+        if (!closing) options.onExit(code);
+      });
+    }
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  return { close };
+}
+
+async function startHttpThread(options: HttpThreadOptions) {
+  const channel = options.counters === null ? null : new MessageChannel();
+  if (channel !== null) options.counters!.serve(channel.port1);
+  const worker = new Worker(new URL('./http-thread.ts', import.meta.url), {
+    workerData: {
+      config: options.config,
+      port: options.port,
+      rateLimitPort: channel?.port2 ?? null,
+    } satisfies HttpThreadData,
+    transferList: channel === null ? [] : [channel.port2],
+  });
+  // Start-up fails if the thread fails before it listens (`once` rejects on 'error').
+  const [message] = (await Promise.race([
+    once(worker, 'message'),
+    once(worker, 'exit').then(([code]) => {
+      throw new Error(`An HTTP thread exited with code ${code} while starting.`);
+    }),
+  ])) as [unknown];
+  if (message !== LISTENING) throw new Error('An HTTP thread sent an unexpected message while starting.');
+  return { worker, counterPort: channel?.port1 ?? null };
+}

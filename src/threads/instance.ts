@@ -1,0 +1,31 @@
+import type { FastifyListenOptions, FastifyServerOptions } from 'fastify';
+import { Redis } from 'ioredis';
+import { hostname } from 'node:os';
+import { threadId } from 'node:worker_threads';
+import type { Config } from '../config/config.ts';
+
+/** What every HTTP thread of the service shares: how it logs, listens and reaches Redis. */
+
+export function serviceLogger(config: Config): FastifyServerOptions['logger'] {
+  return {
+    level: config.logLevel,
+    // Which of the process's HTTP threads wrote the line (0: the main thread).
+    base: { pid: process.pid, hostname: hostname(), thread: threadId },
+    // Never log credentials: tokens, keys and cookies stay out of request logs.
+    redact: ['req.headers.authorization', 'req.headers["x-service-caller-key"]', 'req.headers.cookie'],
+  };
+}
+
+export function connectRedis(config: Config): Redis | null {
+  return config.redisUrl === null
+    ? null
+    : new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 });
+}
+
+/**
+ * Every HTTP thread binds the same address with SO_REUSEPORT; the kernel spreads new
+ * connections across them, so no thread hands sockets to another.
+ */
+export function listenOptions(config: Config, port: number): FastifyListenOptions {
+  return { host: config.host, port, ...(config.httpThreads > 1 ? { reusePort: true } : {}) };
+}

@@ -1,0 +1,50 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { resolve } from 'node:path';
+
+/** The real process entry (src/server.ts), started as a child process by tests. */
+
+const SERVER_ENTRY = resolve(import.meta.dirname, '../../src/server.ts');
+
+export interface ServerProcess {
+  readonly child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+const running: ChildProcess[] = [];
+
+/** Starts the server with exactly these settings (nothing inherited from the test's own env). */
+export function startServerProcess(settings: Record<string, string>): ServerProcess {
+  const child = spawn(process.execPath, [SERVER_ENTRY], {
+    env: { PATH: process.env.PATH ?? '', SERVICE_PORT: '0', ...settings },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  running.push(child);
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolveExit) =>
+    child.once('close', (code, signal) => resolveExit({ code, signal })),
+  );
+  return { child, stdout: () => stdout, stderr: () => stderr, exited };
+}
+
+/** Kills every server a test left running (afterEach). */
+export function killServerProcesses(): void {
+  for (const child of running.splice(0))
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+}
+
+/** The port from Fastify's "Server listening at http://127.0.0.1:PORT" log line. */
+export async function listeningPort(started: ServerProcess): Promise<number> {
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
+    const match = /Server listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(started.stdout());
+    if (match !== null) return Number(match[1]);
+    if (started.child.exitCode !== null) break;
+    await new Promise((wait) => setTimeout(wait, 50));
+  }
+  throw new Error(`the server did not start:\n${started.stdout()}\n${started.stderr()}`);
+}

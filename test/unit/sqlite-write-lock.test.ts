@@ -1,0 +1,77 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { sql } from 'kysely';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Tx } from '../../src/db/database.ts';
+import { type DatabaseHandle, openDatabase } from '../../src/db/open-database.ts';
+
+/**
+ * Two connections to one SQLite file, as two HTTP threads hold (src/db/sqlite-dialect.ts). Here
+ * both live in one thread, which makes the test strict: a wait that blocked the thread would
+ * also stop the connection it waits for.
+ */
+
+const insert = (tx: Tx, name: string) => sql`insert into items (name) values (${name})`.execute(tx);
+const names = async (handle: DatabaseHandle) =>
+  (await sql<{ name: string }>`select name from items order by rowid`.execute(handle.db)).rows.map(
+    (row) => row.name,
+  );
+
+describe('SQLite write transactions across connections', () => {
+  let directory: string;
+  let first: DatabaseHandle;
+  let second: DatabaseHandle;
+
+  beforeEach(async () => {
+    directory = mkdtempSync(join(tmpdir(), 'portcullis-write-lock-'));
+    const url = `sqlite:${join(directory, 'identity.db')}`;
+    first = openDatabase(url, { sqliteCheckpointer: false });
+    second = openDatabase(url, { sqliteCheckpointer: false });
+    await sql`create table items (name text not null)`.execute(first.db);
+  });
+  afterEach(async () => {
+    await first.close();
+    await second.close();
+    rmSync(directory, { recursive: true, force: true });
+  });
+
+  it('a transaction that read before another connection wrote still commits: the lock is taken at its start', async () => {
+    // The first transaction reads, then pauses (a timer: the thread goes on) before it writes.
+    // Had it begun without the lock, the second connection's commit in that pause would leave
+    // it on an old snapshot, and its write would fail with SQLITE_BUSY_SNAPSHOT.
+    const reader = first.writes.run(async (tx) => {
+      const before = (await sql<{ n: number }>`select count(*) as n from items`.execute(tx)).rows[0]!.n;
+      await sleep(30);
+      await insert(tx, 'first');
+      return before;
+    });
+    await sleep(5);
+    const writer = second.writes.run((tx) => insert(tx, 'second'));
+    expect(await Promise.all([reader, writer])).toEqual([0, expect.anything()]);
+    // The second connection waited for the first one's commit.
+    expect(await names(first)).toEqual(['first', 'second']);
+  });
+
+  it('waits for the lock without blocking the thread, and takes it once the holder commits', async () => {
+    let releaseFirst!: () => void;
+    const held = first.writes.run(async (tx) => {
+      await insert(tx, 'first');
+      await new Promise<void>((resolve) => (releaseFirst = resolve));
+    });
+    await sleep(5);
+    const waiting = second.writes.run((tx) => insert(tx, 'second'));
+    let settled = false;
+    void waiting.then(() => (settled = true));
+    // SQLite's own busy wait would freeze this thread for its whole timeout (5 s): timers
+    // would stop, and so would the transaction it waits for.
+    const pausedAt = Date.now();
+    await sleep(50);
+    expect(Date.now() - pausedAt).toBeLessThan(1000);
+    expect(settled).toBe(false);
+    releaseFirst();
+    await Promise.all([held, waiting]);
+    expect(await names(second)).toEqual(['first', 'second']);
+  });
+});
