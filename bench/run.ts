@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 import { hash, verify } from '@node-rs/argon2';
 import pg from 'pg';
 import { PASSWORD_HASH_PARAMETERS } from '../src/crypto/passwords.ts';
-import { SERVICE_NODE_OPTIONS } from '../src/runtime.ts';
+import { COMPILE_CACHE_DIRECTORY, SERVICE_NODE_OPTIONS } from '../src/runtime.ts';
 import { type LoadResult, runLoad } from './measure.ts';
 import { type MeasuredProcess, startProcess } from './processes.ts';
 import { seedBulk } from './seed-bulk.ts';
@@ -330,11 +330,21 @@ async function prepareDatabase(): Promise<{ databaseUrl: string; cleanup: () => 
   return { databaseUrl: url.toString(), cleanup: () => {} };
 }
 
-function startService(databaseUrl: string): Promise<MeasuredProcess> {
+/**
+ * Starts the service as `npm start` does, and as a restarted instance: a first start fills the
+ * compile cache, and is stopped (a deployment's every later start finds the cache warm).
+ */
+async function startService(databaseUrl: string): Promise<MeasuredProcess> {
+  await (await startServiceProcess(databaseUrl)).stop();
+  return startServiceProcess(databaseUrl);
+}
+
+function startServiceProcess(databaseUrl: string): Promise<MeasuredProcess> {
   return startProcess(
     join(import.meta.dirname, '..', 'src', 'server.ts'),
     {
       ...process.env,
+      NODE_COMPILE_CACHE: join(import.meta.dirname, '..', COMPILE_CACHE_DIRECTORY),
       SERVICE_ENVIRONMENT: 'production',
       SERVICE_DATABASE_URL: databaseUrl,
       SERVICE_AUTH_TOKEN_SECRET: SECRET,

@@ -22,7 +22,7 @@ async function main(): Promise<void> {
   const config = loadConfig(process.env, (warning) => warnings.push(warning));
   const database = openDatabase(config.databaseUrl);
   await migrateToLatest(database.db);
-  const redis = connectRedis(config);
+  const redis = await connectRedis(config);
   const counters = redis === null ? new ProcessRateLimitCounters() : null;
   const app = await buildApp({
     config,

@@ -58,6 +58,9 @@ export type BearerToken =
   | { readonly kind: 'challenge'; readonly claims: ChallengeClaims & RegisteredClaims };
 
 type Verify = (token: string) => Record<string, unknown>;
+
+/** Recently verified tokens remembered per verifier (a token is a few hundred bytes). */
+const VERIFIED_TOKENS_CACHED = 1000;
 type Sign = (payload: Record<string, unknown>) => string;
 
 export class TokenService {
@@ -89,6 +92,12 @@ export class TokenService {
         // Lifetimes are checked against the injected clock below.
         ignoreExpiration: true,
         ignoreNotBefore: true,
+        // A token presented again skips the signature check and the parse: the same string
+        // verified the same way before. Keyed by the token itself, so a lookup costs no hash
+        // (the default key is a SHA-256 of the token, which costs about what the HMAC does).
+        // Lifetimes are still checked on every read, below; revocation is the stamp check's.
+        cache: VERIFIED_TOKENS_CACHED,
+        cacheKeyBuilder: (token: string) => token,
       }) as Verify;
     const bearerAudiences = [auth.audience, auth.challengeAudience, auth.subjectRightsAudience];
     this.#bearerVerifiers = keys.map((key) => verifier(key, bearerAudiences));

@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import nodemailer, { type Transporter } from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 
 /** The kinds of mail the service sends; each has its own template (templates.ts). */
 export type MailKind =
@@ -111,13 +111,23 @@ function describeFailure(error: unknown): string {
   return 'unknown';
 }
 
-/** SMTP delivery through nodemailer (`smtp://` or `smtps://`, credentials in the URL). */
+/**
+ * SMTP delivery through nodemailer (`smtp://` or `smtps://`, credentials in the URL). The
+ * library loads with the first mail: every HTTP thread holds its own copy of what it imports,
+ * and an instance without mail to send need not hold this one.
+ */
 export function smtpTransport(smtpUrl: string): MailTransport {
-  const transporter: Transporter = nodemailer.createTransport(smtpUrl);
+  let transporter: Promise<Transporter> | null = null;
+  const connected = () =>
+    (transporter ??= import('nodemailer').then(({ default: nodemailer }) =>
+      nodemailer.createTransport(smtpUrl),
+    ));
   return {
     name: 'smtp',
     async deliver(mail, from) {
-      await transporter.sendMail({
+      await (
+        await connected()
+      ).sendMail({
         from,
         to: mail.to,
         subject: mail.subject,
@@ -125,7 +135,7 @@ export function smtpTransport(smtpUrl: string): MailTransport {
         html: mail.html,
       });
     },
-    close: () => transporter.close(),
+    close: () => void transporter?.then((opened) => opened.close()),
   };
 }
 

@@ -13,7 +13,7 @@ import { connectRedis, listenOptions, serviceLogger } from './instance.ts';
 
 async function runHttpThread({ config, port, rateLimitPort }: HttpThreadData): Promise<void> {
   const database = openDatabase(config.databaseUrl, { sqliteCheckpointer: false });
-  const redis = connectRedis(config);
+  const redis = await connectRedis(config);
   const app = await buildApp({
     config,
     database,

@@ -1,5 +1,5 @@
 import type { FastifyListenOptions, FastifyServerOptions } from 'fastify';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { hostname } from 'node:os';
 import { threadId } from 'node:worker_threads';
 import type { Config } from '../config/config.ts';
@@ -16,10 +16,11 @@ export function serviceLogger(config: Config): FastifyServerOptions['logger'] {
   };
 }
 
-export function connectRedis(config: Config): Redis | null {
-  return config.redisUrl === null
-    ? null
-    : new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 });
+/** The client is imported only when Redis is configured: each HTTP thread holds its own copy. */
+export async function connectRedis(config: Config): Promise<Redis | null> {
+  if (config.redisUrl === null) return null;
+  const { Redis: Client } = await import('ioredis');
+  return new Client(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 });
 }
 
 /**

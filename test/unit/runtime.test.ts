@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
-import { assertNodeVersion, REQUIRED_NODE_MAJOR, SERVICE_NODE_OPTIONS } from '../../src/runtime.ts';
+import {
+  assertNodeVersion,
+  COMPILE_CACHE_DIRECTORY,
+  REQUIRED_NODE_MAJOR,
+  SERVICE_NODE_OPTIONS,
+} from '../../src/runtime.ts';
 
 describe('assertNodeVersion', () => {
   it('accepts the pinned major version', () => {
@@ -21,10 +26,12 @@ describe('assertNodeVersion', () => {
     },
   );
 
-  it('starts the service with the V8 options the benchmark measured (npm start and the bench agree)', () => {
+  it('starts the service with the V8 options and compile cache the benchmark measured (npm start and the bench agree)', () => {
     const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
       scripts: Record<string, string>;
     };
-    expect(manifest.scripts.start).toBe(`node ${SERVICE_NODE_OPTIONS.join(' ')} src/server.ts`);
+    expect(manifest.scripts.start).toBe(
+      `NODE_COMPILE_CACHE=${COMPILE_CACHE_DIRECTORY} node ${SERVICE_NODE_OPTIONS.join(' ')} src/server.ts`,
+    );
   });
 });
