@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 import { hash, verify } from '@node-rs/argon2';
 import pg from 'pg';
 import { PASSWORD_HASH_PARAMETERS } from '../src/crypto/passwords.ts';
-import { COMPILE_CACHE_DIRECTORY, SERVICE_NODE_OPTIONS } from '../src/runtime.ts';
+import { SERVICE_NODE_OPTIONS, SERVICE_PROCESS_ENVIRONMENT } from '../src/runtime.ts';
 import { type LoadResult, runLoad } from './measure.ts';
 import { type MeasuredProcess, startProcess } from './processes.ts';
 import { seedBulk } from './seed-bulk.ts';
@@ -344,7 +344,8 @@ function startServiceProcess(databaseUrl: string): Promise<MeasuredProcess> {
     join(import.meta.dirname, '..', 'src', 'server.ts'),
     {
       ...process.env,
-      NODE_COMPILE_CACHE: join(import.meta.dirname, '..', COMPILE_CACHE_DIRECTORY),
+      ...SERVICE_PROCESS_ENVIRONMENT,
+      NODE_COMPILE_CACHE: join(import.meta.dirname, '..', SERVICE_PROCESS_ENVIRONMENT.NODE_COMPILE_CACHE),
       SERVICE_ENVIRONMENT: 'production',
       SERVICE_DATABASE_URL: databaseUrl,
       SERVICE_AUTH_TOKEN_SECRET: SECRET,

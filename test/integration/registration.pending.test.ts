@@ -59,7 +59,14 @@ for (const dialect of DIALECTS) {
     const openScope = () => createScope(test, [owner.id], { self_registration_enabled: 1 });
 
     /** Registers, waits for the background worker and the mail, and returns the link token. */
-    async function register(scope: ScopeRow, email: string, name = 'Pending Person'): Promise<string> {
+    /** Registers, and returns the token of the mail it sent (none when `mailed` is false). */
+    async function register(
+      scope: ScopeRow,
+      email: string,
+      name = 'Pending Person',
+      mailed = true,
+    ): Promise<string> {
+      const mailsBefore = sink.mailsTo(email).length;
       const response = await post(test, '/api/auth/register', {
         name,
         email,
@@ -70,8 +77,10 @@ for (const dialect of DIALECTS) {
       registrations += 1;
       await waitForAuditEntries(test, 'RegisterCommand', registrations);
       await test.services.mailer.idle();
-      const mails = sink.mailsTo(email);
-      return linkTokenOf(mails[mails.length - 1]!);
+      if (!mailed) return '';
+      // The sink records a mail once it has been received, which may come after the mailer's
+      // delivery resolved.
+      return linkTokenOf(await sink.waitForMail(email, mailsBefore + 1));
     }
 
     const list = (scopeId: string, token: string, query = '') =>
@@ -188,7 +197,7 @@ for (const dialect of DIALECTS) {
         await register(scope, email),
       ];
       // The per-address limit is reached: a fourth attempt stores and sends nothing.
-      await register(scope, email);
+      await register(scope, email, undefined, false);
       expect(sink.mailsTo(email)).toHaveLength(3);
       const rows = await rowsOf(scope.id);
       const target = rows.find((row) => row.token_hash === sha256(tokens[0]!))!;

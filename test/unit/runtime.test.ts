@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import {
   assertNodeVersion,
-  COMPILE_CACHE_DIRECTORY,
   REQUIRED_NODE_MAJOR,
   SERVICE_NODE_OPTIONS,
+  SERVICE_PROCESS_ENVIRONMENT,
 } from '../../src/runtime.ts';
 
 describe('assertNodeVersion', () => {
@@ -26,12 +26,15 @@ describe('assertNodeVersion', () => {
     },
   );
 
-  it('starts the service with the V8 options and compile cache the benchmark measured (npm start and the bench agree)', () => {
+  it('starts the service with the environment and V8 options the benchmark measured (npm start and the bench agree)', () => {
     const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
       scripts: Record<string, string>;
     };
+    const environment = Object.entries(SERVICE_PROCESS_ENVIRONMENT).map(
+      ([name, value]) => `${name}=${value}`,
+    );
     expect(manifest.scripts.start).toBe(
-      `NODE_COMPILE_CACHE=${COMPILE_CACHE_DIRECTORY} node ${SERVICE_NODE_OPTIONS.join(' ')} src/server.ts`,
+      `${environment.join(' ')} node ${SERVICE_NODE_OPTIONS.join(' ')} src/server.ts`,
     );
   });
 });
