@@ -72,6 +72,7 @@ async function main(): Promise<void> {
     // The port actually bound: SERVICE_PORT=0 asks the OS for any free one.
     port: (app.server.address() as AddressInfo).port,
     counters,
+    sqliteWriteLock: database.sqliteWriteLock,
     log: app.log,
     onExit: (code) => {
       app.log.fatal({ code }, 'an HTTP thread exited unexpectedly');

@@ -12,6 +12,7 @@ import {
 } from './sqlite-checkpointer.ts';
 import { allowDirectReads } from './prepared-query.ts';
 import { PortcullisSqliteDialect, SQLITE_BUSY_TIMEOUT_MS } from './sqlite-dialect.ts';
+import { ThreadWriteLock } from './thread-write-lock.ts';
 import { withStatementCache } from './sqlite-statement-cache.ts';
 import { groupCommit, transactionPerWrite, type WriteTransactions } from './write-transactions.ts';
 
@@ -22,6 +23,11 @@ export interface DatabaseHandle {
   readonly dialect: Dialect;
   /** Where commands run their writes (SQLite: group commit; PostgreSQL: a transaction each). */
   readonly writes: WriteTransactions;
+  /**
+   * SQLite file only: the lock its write transactions take, for the process's other HTTP threads
+   * to share (thread-write-lock.ts); null otherwise.
+   */
+  readonly sqliteWriteLock: SharedArrayBuffer | null;
   /** Cheap round trip for the detailed health check. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -36,17 +42,22 @@ export interface OpenDatabaseOptions {
    * the HTTP threads other than the main one open the file without it.
    */
   readonly sqliteCheckpointer?: boolean;
+  /**
+   * SQLite file only: the write lock of the process's other connections to the file (their
+   * handle's `sqliteWriteLock`); unset, this handle makes a new one.
+   */
+  readonly sqliteWriteLock?: SharedArrayBuffer | undefined;
 }
 
 // COUNT(*) and other int8 results arrive as strings by default; our counts fit in a double.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 
 export function openDatabase(url: string, options: OpenDatabaseOptions = {}): DatabaseHandle {
-  if (url.startsWith('sqlite:')) return openSqlite(url, options.sqliteCheckpointer ?? true);
+  if (url.startsWith('sqlite:')) return openSqlite(url, options);
   return openPostgres(url, options);
 }
 
-function openSqlite(url: string, withCheckpointer: boolean): DatabaseHandle {
+function openSqlite(url: string, options: OpenDatabaseOptions): DatabaseHandle {
   const file = sqliteFilePath(url);
   if (file !== null) mkdirSync(dirname(file), { recursive: true });
   const database = new BetterSqlite3(file ?? ':memory:');
@@ -61,14 +72,17 @@ function openSqlite(url: string, withCheckpointer: boolean): DatabaseHandle {
   // A file database checkpoints from a worker thread, off the event loop (sqlite-checkpointer.ts);
   // every connection keeps a higher autocheckpoint threshold as the safety net.
   const checkpointer =
-    file === null || !withCheckpointer
+    file === null || options.sqliteCheckpointer === false
       ? null
       : startCheckpointer(file, () =>
           database.pragma(`wal_autocheckpoint = ${DEFAULT_AUTOCHECKPOINT_PAGES}`),
         );
   if (file !== null) database.pragma(`wal_autocheckpoint = ${MAIN_CONNECTION_AUTOCHECKPOINT_PAGES}`);
   const statements = withStatementCache(database);
-  const db = new Kysely<Database>({ dialect: new PortcullisSqliteDialect({ database: statements }) });
+  const writeLock = file === null ? null : new ThreadWriteLock(options.sqliteWriteLock);
+  const db = new Kysely<Database>({
+    dialect: new PortcullisSqliteDialect({ database: statements }, writeLock),
+  });
   allowDirectReads(db, {
     idle: () => database.open && !database.inTransaction,
     all: (sql, parameters) => statements.prepare(sql).all(parameters),
@@ -77,6 +91,7 @@ function openSqlite(url: string, withCheckpointer: boolean): DatabaseHandle {
     db,
     dialect: 'sqlite',
     writes: groupCommit(db),
+    sqliteWriteLock: writeLock?.shared ?? null,
     ping: async () => {
       database.prepare('select 1').get();
     },
@@ -98,6 +113,7 @@ function openPostgres(url: string, options: OpenDatabaseOptions): DatabaseHandle
     db,
     dialect: 'postgres',
     writes: transactionPerWrite(db),
+    sqliteWriteLock: null,
     ping: async () => {
       await pool.query('select 1');
     },

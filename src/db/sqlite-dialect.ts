@@ -4,9 +4,11 @@ import {
   type DatabaseConnection,
   type Driver,
   SqliteDialect,
+  type SqliteDialectConfig,
   SqliteDriver,
   SqliteQueryCompiler,
 } from 'kysely';
+import type { ThreadWriteLock } from './thread-write-lock.ts';
 
 /** How long a connection waits for a lock before SQLite answers SQLITE_BUSY. */
 export const SQLITE_BUSY_TIMEOUT_MS = 5000;
@@ -42,23 +44,59 @@ class PreparedOnceSqliteQueryCompiler extends SqliteQueryCompiler {
  * for it through SQLite's busy handler would put the thread to sleep, requests and all, while
  * another thread commits; so the attempt fails at once when busy, and is retried on a timer
  * until SQLITE_BUSY_TIMEOUT_MS have passed.
+ *
+ * Between the process's own threads, the ThreadWriteLock comes first (thread-write-lock.ts):
+ * the thread it lets in finds SQLite's lock free, so the retries are left for other processes
+ * on the same file. Like a command queued behind its own thread's batch, a thread waits for it
+ * as long as it takes: commands do no slow work inside their transaction.
  */
 class WriteLockingSqliteDriver extends SqliteDriver {
+  readonly #threads: ThreadWriteLock | null;
+
+  constructor(config: SqliteDialectConfig, threads: ThreadWriteLock | null) {
+    super(config);
+    this.#threads = threads;
+  }
+
   override async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    const deadline = Date.now() + SQLITE_BUSY_TIMEOUT_MS;
-    for (let attempt = 0; ; attempt += 1) {
-      await connection.executeQuery(FAIL_AT_ONCE_WHEN_BUSY);
-      try {
-        await connection.executeQuery(BEGIN_IMMEDIATE);
-        return;
-      } catch (error) {
-        if (!isBusy(error) || Date.now() >= deadline) throw error;
-      } finally {
-        // Reads on this connection keep SQLite's own wait.
-        await connection.executeQuery(WAIT_WHEN_BUSY);
-      }
-      await sleep(RETRY_DELAYS_MS[Math.min(attempt, RETRY_DELAYS_MS.length - 1)]);
+    await this.#threads?.acquire();
+    try {
+      await beginImmediate(connection);
+    } catch (error) {
+      this.#threads?.release();
+      throw error;
     }
+  }
+
+  override async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    // A failed commit leaves the transaction open: its rollback releases the lock.
+    await super.commitTransaction(connection);
+    this.#threads?.release();
+  }
+
+  override async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    try {
+      await super.rollbackTransaction(connection);
+    } finally {
+      this.#threads?.release();
+    }
+  }
+}
+
+async function beginImmediate(connection: DatabaseConnection): Promise<void> {
+  const deadline = Date.now() + SQLITE_BUSY_TIMEOUT_MS;
+  for (let attempt = 0; ; attempt += 1) {
+    await connection.executeQuery(FAIL_AT_ONCE_WHEN_BUSY);
+    try {
+      await connection.executeQuery(BEGIN_IMMEDIATE);
+      return;
+    } catch (error) {
+      if (!isBusy(error) || Date.now() >= deadline) throw error;
+    } finally {
+      // Reads on this connection keep SQLite's own wait.
+      await connection.executeQuery(WAIT_WHEN_BUSY);
+    }
+    await sleep(RETRY_DELAYS_MS[Math.min(attempt, RETRY_DELAYS_MS.length - 1)]);
   }
 }
 
@@ -67,15 +105,18 @@ function isBusy(error: unknown): boolean {
 }
 
 export class PortcullisSqliteDialect extends SqliteDialect {
-  readonly #config: ConstructorParameters<typeof SqliteDialect>[0];
+  readonly #config: SqliteDialectConfig;
+  readonly #threads: ThreadWriteLock | null;
 
-  constructor(config: ConstructorParameters<typeof SqliteDialect>[0]) {
+  /** `threads`: the lock this connection's transactions share with the process's other threads. */
+  constructor(config: SqliteDialectConfig, threads: ThreadWriteLock | null) {
     super(config);
     this.#config = config;
+    this.#threads = threads;
   }
 
   override createDriver(): Driver {
-    return new WriteLockingSqliteDriver(this.#config);
+    return new WriteLockingSqliteDriver(this.#config, this.#threads);
   }
 
   override createQueryCompiler(): SqliteQueryCompiler {

@@ -11,8 +11,16 @@ import { connectRedis, listenOptions, serviceLogger } from './instance.ts';
  * creates the bootstrap admin, checkpoints and runs the retention pass.
  */
 
-async function runHttpThread({ config, port, rateLimitPort }: HttpThreadData): Promise<void> {
-  const database = openDatabase(config.databaseUrl, { sqliteCheckpointer: false });
+async function runHttpThread({
+  config,
+  port,
+  rateLimitPort,
+  sqliteWriteLock,
+}: HttpThreadData): Promise<void> {
+  const database = openDatabase(config.databaseUrl, {
+    sqliteCheckpointer: false,
+    sqliteWriteLock: sqliteWriteLock ?? undefined,
+  });
   const redis = await connectRedis(config);
   const app = await buildApp({
     config,

@@ -18,6 +18,8 @@ export interface HttpThreadData {
   readonly port: number;
   /** Where to charge the process's rate-limit counters; null when they live in Redis. */
   readonly rateLimitPort: MessagePort | null;
+  /** The main thread's SQLite write lock, shared (null with PostgreSQL). */
+  readonly sqliteWriteLock: SharedArrayBuffer | null;
 }
 
 /** Sent to the main thread once this thread listens. */
@@ -35,6 +37,7 @@ export interface HttpThreadOptions {
   readonly port: number;
   /** The process's rate-limit counters, or null when Redis holds them. */
   readonly counters: ProcessRateLimitCounters | null;
+  readonly sqliteWriteLock: SharedArrayBuffer | null;
   readonly log: FastifyBaseLogger;
   readonly onExit: (code: number) => void;
 }
@@ -77,6 +80,7 @@ async function startHttpThread(options: HttpThreadOptions) {
       config: options.config,
       port: options.port,
       rateLimitPort: channel?.port2 ?? null,
+      sqliteWriteLock: options.sqliteWriteLock,
     } satisfies HttpThreadData,
     transferList: channel === null ? [] : [channel.port2],
   });

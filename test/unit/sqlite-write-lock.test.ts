@@ -74,4 +74,22 @@ describe('SQLite write transactions across connections', () => {
     await Promise.all([held, waiting]);
     expect(await names(second)).toEqual(['first', 'second']);
   });
+
+  it('with the process lock shared, a rolled-back transaction lets the next writer in, and a commit does too', async () => {
+    const url = `sqlite:${join(directory, 'identity.db')}`;
+    const sharing = openDatabase(url, { sqliteCheckpointer: false, sqliteWriteLock: first.sqliteWriteLock! });
+    try {
+      const failed = first.writes.run(async (tx) => {
+        await insert(tx, 'rolled back');
+        throw new Error('the command failed');
+      });
+      const after = sharing.writes.run((tx) => insert(tx, 'after the rollback'));
+      await expect(failed).rejects.toThrow('the command failed');
+      await after;
+      await first.writes.run((tx) => insert(tx, 'after the commit'));
+      expect(await names(first)).toEqual(['after the rollback', 'after the commit']);
+    } finally {
+      await sharing.close();
+    }
+  });
 });

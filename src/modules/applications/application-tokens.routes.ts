@@ -2,7 +2,7 @@ import { ANONYMOUS } from '../../http/access.ts';
 import { ok } from '../../http/envelope.ts';
 import { responses } from '../../http/route-schema.ts';
 import type { App, Services } from '../../services.ts';
-import { checkApplicationToken, issueApplicationTokenCommand } from './application-tokens.ts';
+import { checkApplicationToken, exchangeSecret } from './application-tokens.ts';
 import {
   ApplicationSelfOutput,
   ApplicationTokenOutput,
@@ -12,8 +12,6 @@ import {
 const tags = ['Application tokens'];
 
 export function applicationTokenRoutes(app: App, { commands, db, tokens, clock }: Services): void {
-  const issueApplicationToken = issueApplicationTokenCommand(tokens);
-
   app.post(
     '/api/applications/token',
     {
@@ -28,8 +26,7 @@ export function applicationTokenRoutes(app: App, { commands, db, tokens, clock }
         response: responses(ApplicationTokenOutput, [400, 401, 429]),
       },
     },
-    async (request) =>
-      ok(await commands.run(issueApplicationToken, request.body, null), 'Application token issued.'),
+    async (request) => ok(await exchangeSecret(commands, tokens, request.body), 'Application token issued.'),
   );
 
   app.get(

@@ -1,6 +1,6 @@
-import { defineCommand } from '../../audit/command-runner.ts';
+import { type CommandRunner, defineCommand } from '../../audit/command-runner.ts';
 import { sha256 } from '../../crypto/secrets.ts';
-import type { TokenService } from '../../crypto/tokens.ts';
+import type { ApplicationClaims, TokenService } from '../../crypto/tokens.ts';
 import type { DbOrTx } from '../../db/database.ts';
 import { Refusal } from '../../http/messages.ts';
 import { claimedPermissionNames } from '../permissions/permissions.repository.ts';
@@ -11,27 +11,38 @@ import type { ApplicationSelf, ApplicationToken, IssueApplicationTokenBody } fro
  * Exchanging an application secret for a short-lived application token (spec §Authentication
  * 6, 13). Every refusal (unknown, revoked or expired secret; deleted application or scope) is
  * the same 401 with the same body, so the answer reveals nothing about what exists.
+ *
+ * The command finds the live credential and records the exchange; the token is signed once it
+ * has committed. Neither hashing the secret nor signing reads the database, and on SQLite a
+ * command's transaction holds the one write lock, which other writers wait for.
  */
-export function issueApplicationTokenCommand(tokens: TokenService) {
-  return defineCommand({
-    name: 'IssueApplicationTokenCommand',
-    async execute(context, body: IssueApplicationTokenBody): Promise<ApplicationToken> {
-      // The secret has 256 bits of entropy, so its SHA-256 can be looked up directly: the
-      // index lookup by hash does not leak the secret through timing the way a comparison
-      // of the secret itself could.
-      const chain = await findLiveChainBySecretHash(context.tx, sha256(body.secret), context.now);
-      if (chain === undefined) throw new Refusal('The application secret was not accepted.');
-      context.setTarget(chain.applicationId);
-      const permissions = await claimedPermissionNames(context.tx, chain.scopeId);
-      const issued = tokens.issueApplicationToken({
-        sub: chain.applicationId,
-        scopeId: chain.scopeId,
-        cid: chain.credentialId,
-        ...(permissions.length === 0 ? {} : { permissions }),
-      });
-      return { token: issued.token, expiresAt: issued.expiresAt.toISOString() };
-    },
-  });
+export const issueApplicationToken = defineCommand<IssueApplicationTokenBody, ApplicationClaims, string>({
+  name: 'IssueApplicationTokenCommand',
+  // The secret has 256 bits of entropy, so its SHA-256 can be looked up directly: the index
+  // lookup by hash does not leak the secret through timing the way a comparison of the secret
+  // itself could.
+  prepare: async (_context, body) => sha256(body.secret),
+  async execute(context, secretHash) {
+    const chain = await findLiveChainBySecretHash(context.tx, secretHash, context.now);
+    if (chain === undefined) throw new Refusal('The application secret was not accepted.');
+    context.setTarget(chain.applicationId);
+    const permissions = await claimedPermissionNames(context.tx, chain.scopeId);
+    return {
+      sub: chain.applicationId,
+      scopeId: chain.scopeId,
+      cid: chain.credentialId,
+      ...(permissions.length === 0 ? {} : { permissions }),
+    };
+  },
+});
+
+export async function exchangeSecret(
+  commands: CommandRunner,
+  tokens: TokenService,
+  body: IssueApplicationTokenBody,
+): Promise<ApplicationToken> {
+  const issued = tokens.issueApplicationToken(await commands.run(issueApplicationToken, body, null));
+  return { token: issued.token, expiresAt: issued.expiresAt.toISOString() };
 }
 
 const NOT_ACCEPTED = 'The application token was not accepted.' as const;
