@@ -1,6 +1,9 @@
 import type { AddressInfo } from 'node:net';
+import { availableParallelism } from 'node:os';
 import { buildApp } from './app.ts';
 import { ConfigError, loadConfig } from './config/config.ts';
+import { ConcurrencyBound } from './crypto/concurrency.ts';
+import { PasswordHasher } from './crypto/passwords.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { openDatabase } from './db/open-database.ts';
 import { ProcessRateLimitCounters } from './http/process-rate-limits.ts';
@@ -13,8 +16,8 @@ import { connectRedis, listenOptions, serviceLogger } from './threads/instance.t
 /**
  * Process entry: config → database → migrate → app → listen → the other HTTP threads; graceful
  * close on SIGTERM/SIGINT. The main thread serves HTTP too, and alone runs what must happen once
- * per process: migrations, the bootstrap admin, checkpoints, the retention pass and (without
- * Redis) the rate-limit counters.
+ * per process: migrations, the bootstrap admin, checkpoints, the retention pass, the bound on
+ * credential checks and (without Redis) the rate-limit counters.
  */
 async function main(): Promise<void> {
   assertNodeVersion();
@@ -24,11 +27,14 @@ async function main(): Promise<void> {
   await migrateToLatest(database.db);
   const redis = await connectRedis(config);
   const counters = redis === null ? new ProcessRateLimitCounters() : null;
+  // Spec §Authentication 10: one bound on credential checks for the process, every thread's.
+  const credentialChecks = new ConcurrencyBound(availableParallelism());
   const app = await buildApp({
     config,
     database,
     redis,
     ...(counters === null ? {} : { rateLimitStore: counters.store() }),
+    passwords: new PasswordHasher(credentialChecks),
     // DECISIONS §7: hourly; stopped (and a running pass finished) by app.close() on SIGTERM.
     retentionSchedule: { intervalMs: RETENTION_PASS_INTERVAL_MS },
     logger: serviceLogger(config),
@@ -73,6 +79,7 @@ async function main(): Promise<void> {
     port: (app.server.address() as AddressInfo).port,
     counters,
     sqliteWriteLock: database.sqliteWriteLock,
+    credentialChecks,
     log: app.log,
     onExit: (code) => {
       app.log.fatal({ code }, 'an HTTP thread exited unexpectedly');

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { hash, parseOptions, verify } from '@node-rs/argon2';
 import { Refusal } from '../http/messages.ts';
-import { ConcurrencyBound } from './concurrency.ts';
+import { type Bound, ConcurrencyBound } from './concurrency.ts';
 
 /** @node-rs/argon2's Algorithm.Argon2id (a const enum, which erasable TypeScript cannot import). */
 const ARGON2ID = 2;
@@ -36,11 +36,12 @@ export interface PasswordVerdict {
  * checks share it through `runBounded`.
  */
 export class PasswordHasher {
-  readonly #bound: ConcurrencyBound;
+  readonly #bound: Bound;
   #decoyHash: Promise<string> | null = null;
 
-  constructor(concurrency: number = availableParallelism()) {
-    this.#bound = new ConcurrencyBound(concurrency);
+  /** `bound`: by default, one for this hasher; with several HTTP threads, the process's (server.ts). */
+  constructor(bound: Bound = new ConcurrencyBound(availableParallelism())) {
+    this.#bound = bound;
   }
 
   /** The decoy hash is made on first use and then kept; its parameters are the current ones. */

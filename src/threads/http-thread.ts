@@ -1,5 +1,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { buildApp } from '../app.ts';
+import { remoteBound } from '../crypto/concurrency.ts';
+import { PasswordHasher } from '../crypto/passwords.ts';
 import { openDatabase } from '../db/open-database.ts';
 import { remoteRateLimitStore } from '../http/process-rate-limits.ts';
 import { type HttpThreadData, LISTENING } from './http-threads.ts';
@@ -8,7 +10,8 @@ import { connectRedis, listenOptions, serviceLogger } from './instance.ts';
 /**
  * Entry of an HTTP thread other than the main one (started by http-threads.ts): the same app on
  * its own database connection, bound to the main thread's port. The main thread alone migrates,
- * creates the bootstrap admin, checkpoints and runs the retention pass.
+ * creates the bootstrap admin, checkpoints and runs the retention pass, and holds what the
+ * threads share: the rate-limit counters and the bound on credential checks.
  */
 
 async function runHttpThread({
@@ -16,6 +19,7 @@ async function runHttpThread({
   port,
   rateLimitPort,
   sqliteWriteLock,
+  credentialCheckPort,
 }: HttpThreadData): Promise<void> {
   const database = openDatabase(config.databaseUrl, {
     sqliteCheckpointer: false,
@@ -27,6 +31,7 @@ async function runHttpThread({
     database,
     redis,
     ...(rateLimitPort === null ? {} : { rateLimitStore: remoteRateLimitStore(rateLimitPort) }),
+    passwords: new PasswordHasher(remoteBound(credentialCheckPort)),
     logger: serviceLogger(config),
   });
   await app.services.passwords.prepareDecoy();
@@ -36,6 +41,7 @@ async function runHttpThread({
     await database.close();
     await redis?.quit();
     rateLimitPort?.close();
+    credentialCheckPort.close();
     parentPort!.close();
   });
   parentPort!.postMessage(LISTENING);

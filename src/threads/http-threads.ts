@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config/config.ts';
+import { type ConcurrencyBound, serveBound } from '../crypto/concurrency.ts';
 import type { ProcessRateLimitCounters } from '../http/process-rate-limits.ts';
 
 /**
@@ -20,6 +21,8 @@ export interface HttpThreadData {
   readonly rateLimitPort: MessagePort | null;
   /** The main thread's SQLite write lock, shared (null with PostgreSQL). */
   readonly sqliteWriteLock: SharedArrayBuffer | null;
+  /** Where to take slots of the process's bound on credential checks. */
+  readonly credentialCheckPort: MessagePort;
 }
 
 /** Sent to the main thread once this thread listens. */
@@ -38,21 +41,23 @@ export interface HttpThreadOptions {
   /** The process's rate-limit counters, or null when Redis holds them. */
   readonly counters: ProcessRateLimitCounters | null;
   readonly sqliteWriteLock: SharedArrayBuffer | null;
+  /** The process's bound on credential checks (spec §Authentication 10). */
+  readonly credentialChecks: ConcurrencyBound;
   readonly log: FastifyBaseLogger;
   readonly onExit: (code: number) => void;
 }
 
 export async function startHttpThreads(count: number, options: HttpThreadOptions): Promise<HttpThreads> {
-  const started: Array<{ worker: Worker; counterPort: MessagePort | null }> = [];
+  const started: Array<{ worker: Worker; ports: MessagePort[] }> = [];
   let closing = false;
   const close = async () => {
     closing = true;
     await Promise.all(
-      started.map(async ({ worker, counterPort }) => {
+      started.map(async ({ worker, ports }) => {
         const exited = once(worker, 'exit');
         worker.postMessage(CLOSE);
         await exited;
-        counterPort?.close();
+        for (const port of ports) port.close();
       }),
     );
   };
@@ -75,14 +80,17 @@ export async function startHttpThreads(count: number, options: HttpThreadOptions
 async function startHttpThread(options: HttpThreadOptions) {
   const channel = options.counters === null ? null : new MessageChannel();
   if (channel !== null) options.counters!.serve(channel.port1);
+  const credentialChecks = new MessageChannel();
+  serveBound(options.credentialChecks, credentialChecks.port1);
   const worker = new Worker(new URL('./http-thread.ts', import.meta.url), {
     workerData: {
       config: options.config,
       port: options.port,
       rateLimitPort: channel?.port2 ?? null,
       sqliteWriteLock: options.sqliteWriteLock,
+      credentialCheckPort: credentialChecks.port2,
     } satisfies HttpThreadData,
-    transferList: channel === null ? [] : [channel.port2],
+    transferList: [credentialChecks.port2, ...(channel === null ? [] : [channel.port2])],
   });
   // Start-up fails if the thread fails before it listens (`once` rejects on 'error').
   const [message] = (await Promise.race([
@@ -92,5 +100,5 @@ async function startHttpThread(options: HttpThreadOptions) {
     }),
   ])) as [unknown];
   if (message !== LISTENING) throw new Error('An HTTP thread sent an unexpected message while starting.');
-  return { worker, counterPort: channel?.port1 ?? null };
+  return { worker, ports: [credentialChecks.port1, ...(channel === null ? [] : [channel.port1])] };
 }

@@ -4,6 +4,7 @@ import { jwtVerify } from 'jose';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config/config.ts';
+import { ConcurrencyBound } from '../../src/crypto/concurrency.ts';
 import {
   PASSWORD_HASH_PARAMETERS,
   PasswordHasher,
@@ -77,7 +78,7 @@ async function buildLoginHarness(dialect: Dialect): Promise<LoginHarness> {
   );
   const database = await createTestDatabase(dialect);
   const clock = new TestClock();
-  const hasher = new CountingPasswordHasher(2);
+  const hasher = new CountingPasswordHasher(new ConcurrencyBound(2));
   const app = await buildApp({ config, database: database.handle, clock, passwords: hasher });
   await app.ready();
   const test: TestApp = {

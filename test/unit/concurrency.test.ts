@@ -1,5 +1,7 @@
+import { once } from 'node:events';
+import { MessageChannel, Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
-import { ConcurrencyBound } from '../../src/crypto/concurrency.ts';
+import { ConcurrencyBound, serveBound } from '../../src/crypto/concurrency.ts';
 
 describe('ConcurrencyBound', () => {
   it('never runs more than its limit at once and hands slots to waiters in order', async () => {
@@ -31,5 +33,41 @@ describe('ConcurrencyBound', () => {
     await holder;
     // The timed-out waiter gave its place up: the next caller gets the slot at once.
     expect(await bound.run(async () => 'ran', 20)).toEqual({ busy: false, value: 'ran' });
+  });
+});
+
+describe('one bound for every HTTP thread (spec §Authentication 10)', () => {
+  it("counts another thread's checks against the same limit, both ways", async () => {
+    const bound = new ConcurrencyBound(1);
+    const channel = new MessageChannel();
+    serveBound(bound, channel.port1);
+    const thread = new Worker(new URL('../helpers/bound-thread.ts', import.meta.url), {
+      workerData: channel.port2,
+      transferList: [channel.port2],
+    });
+    const reply = () => once(thread, 'message').then(([message]) => message as string);
+    try {
+      // The other thread holds the one slot: this thread is told busy, and so is the other's next ask.
+      thread.postMessage('hold');
+      expect(await reply()).toBe('holding');
+      expect(await bound.run(async () => 'ran', 20)).toEqual({ busy: true });
+      thread.postMessage('try');
+      expect(await reply()).toBe('busy');
+      // Given back, the slot serves this thread; held here, the other thread is told busy.
+      thread.postMessage('release');
+      expect(await bound.run(async () => 'ran', 1_000)).toEqual({ busy: false, value: 'ran' });
+      let releaseHere!: () => void;
+      const heldHere = bound.run(() => new Promise<void>((resolve) => (releaseHere = resolve)), 1_000);
+      thread.postMessage('try');
+      expect(await reply()).toBe('busy');
+      releaseHere();
+      await heldHere;
+      thread.postMessage('try');
+      expect(await reply()).toBe('ran');
+    } finally {
+      thread.postMessage('stop');
+      await thread.terminate();
+      channel.port1.close();
+    }
   });
 });
