@@ -58,10 +58,10 @@ export type BearerToken =
   | { readonly kind: 'challenge'; readonly claims: ChallengeClaims & RegisteredClaims };
 
 type Verify = (token: string) => Record<string, unknown>;
+type Sign = (payload: Record<string, unknown>) => string;
 
 /** Recently verified tokens remembered per verifier (a token is a few hundred bytes). */
 const VERIFIED_TOKENS_CACHED = 1000;
-type Sign = (payload: Record<string, unknown>) => string;
 
 export class TokenService {
   readonly #auth: Config['auth'];

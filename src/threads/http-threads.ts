@@ -48,13 +48,12 @@ export interface HttpThreadOptions {
 }
 
 export async function startHttpThreads(count: number, options: HttpThreadOptions): Promise<HttpThreads> {
-  const started: Array<{ worker: Worker; ports: MessagePort[] }> = [];
+  const started: Array<Awaited<ReturnType<typeof startHttpThread>>> = [];
   let closing = false;
   const close = async () => {
     closing = true;
     await Promise.all(
-      started.map(async ({ worker, ports }) => {
-        const exited = once(worker, 'exit');
+      started.map(async ({ worker, exited, ports }) => {
         worker.postMessage(CLOSE);
         await exited;
         for (const port of ports) port.close();
@@ -78,20 +77,22 @@ export async function startHttpThreads(count: number, options: HttpThreadOptions
 }
 
 async function startHttpThread(options: HttpThreadOptions) {
-  const channel = options.counters === null ? null : new MessageChannel();
-  if (channel !== null) options.counters!.serve(channel.port1);
+  const counterChannel = options.counters === null ? null : new MessageChannel();
+  if (counterChannel !== null) options.counters!.serve(counterChannel.port1);
   const credentialChecks = new MessageChannel();
   serveBound(options.credentialChecks, credentialChecks.port1);
   const worker = new Worker(new URL('./http-thread.ts', import.meta.url), {
     workerData: {
       config: options.config,
       port: options.port,
-      rateLimitPort: channel?.port2 ?? null,
+      rateLimitPort: counterChannel?.port2 ?? null,
       sqliteWriteLock: options.sqliteWriteLock,
       credentialCheckPort: credentialChecks.port2,
     } satisfies HttpThreadData,
-    transferList: [credentialChecks.port2, ...(channel === null ? [] : [channel.port2])],
+    transferList: [credentialChecks.port2, ...(counterChannel === null ? [] : [counterChannel.port2])],
   });
+  // Settles once the thread is gone, however it ended (a thread that died has exited already).
+  const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
   // Start-up fails if the thread fails before it listens (`once` rejects on 'error').
   const [message] = (await Promise.race([
     once(worker, 'message'),
@@ -100,5 +101,6 @@ async function startHttpThread(options: HttpThreadOptions) {
     }),
   ])) as [unknown];
   if (message !== LISTENING) throw new Error('An HTTP thread sent an unexpected message while starting.');
-  return { worker, ports: [credentialChecks.port1, ...(channel === null ? [] : [channel.port1])] };
+  const ports = [credentialChecks.port1, ...(counterChannel === null ? [] : [counterChannel.port1])];
+  return { worker, exited, ports };
 }
