@@ -45,7 +45,11 @@ export interface HttpThreadOptions {
   readonly credentialChecks: ConcurrencyBound;
   readonly log: FastifyBaseLogger;
   readonly onExit: (code: number) => void;
+  /** The threads' entry module: http-thread.ts (tests give a stand-in). */
+  readonly entry?: URL;
 }
+
+const HTTP_THREAD_ENTRY = new URL('./http-thread.ts', import.meta.url);
 
 export async function startHttpThreads(count: number, options: HttpThreadOptions): Promise<HttpThreads> {
   const started: Array<Awaited<ReturnType<typeof startHttpThread>>> = [];
@@ -81,7 +85,7 @@ async function startHttpThread(options: HttpThreadOptions) {
   if (counterChannel !== null) options.counters!.serve(counterChannel.port1);
   const credentialChecks = new MessageChannel();
   serveBound(options.credentialChecks, credentialChecks.port1);
-  const worker = new Worker(new URL('./http-thread.ts', import.meta.url), {
+  const worker = new Worker(options.entry ?? HTTP_THREAD_ENTRY, {
     workerData: {
       config: options.config,
       port: options.port,
