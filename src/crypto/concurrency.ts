@@ -1,4 +1,5 @@
 import type { MessagePort } from 'node:worker_threads';
+import { answerCalls, portCaller } from '../threads/port-calls.ts';
 
 /** Runs work under a bound on how much of it runs at once. */
 export interface Bound {
@@ -63,49 +64,33 @@ export class ConcurrencyBound implements Bound {
   }
 }
 
-interface SlotRequest {
-  readonly id: number;
-  /** A slot wanted within this many ms; absent: a slot given back. */
-  readonly waitMs?: number;
-}
-interface SlotAnswer {
-  readonly id: number;
-  readonly granted: boolean;
-}
+/** Asks for a slot within `waitMs`, or gives one back. */
+type SlotRequest = { readonly waitMs: number } | { readonly release: true };
 
 /**
  * Serves `bound` to another thread through `port` (see `remoteBound`): one bound for the whole
  * process, as spec §Authentication 10 asks, however many HTTP threads check passwords.
  */
 export function serveBound(bound: ConcurrencyBound, port: MessagePort): void {
-  port.on('message', ({ id, waitMs }: SlotRequest) => {
-    if (waitMs === undefined) bound.release();
-    else void bound.acquire(waitMs).then((granted) => port.postMessage({ id, granted } satisfies SlotAnswer));
+  answerCalls<SlotRequest, boolean>(port, (request) => {
+    if ('release' in request) {
+      bound.release();
+      return true;
+    }
+    return bound.acquire(request.waitMs);
   });
 }
 
 /** The bound another thread serves through `port` (`serveBound`), with the same waiting order. */
 export function remoteBound(port: MessagePort): Bound {
-  const waiting = new Map<number, (granted: boolean) => void>();
-  let nextId = 0;
-  port.on('message', ({ id, granted }: SlotAnswer) => {
-    waiting.get(id)?.(granted);
-    waiting.delete(id);
-  });
-  port.unref();
+  const slots = portCaller<SlotRequest, boolean>(port);
   return {
     async run(work, waitMs) {
-      nextId += 1;
-      const id = nextId;
-      const granted = await new Promise<boolean>((resolve) => {
-        waiting.set(id, resolve);
-        port.postMessage({ id, waitMs } satisfies SlotRequest);
-      });
-      if (!granted) return { busy: true };
+      if (!(await slots.call({ waitMs }))) return { busy: true };
       try {
         return { busy: false, value: await work() };
       } finally {
-        port.postMessage({ id } satisfies SlotRequest);
+        slots.tell({ release: true });
       }
     },
   };

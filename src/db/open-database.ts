@@ -44,9 +44,9 @@ export interface OpenDatabaseOptions {
   readonly sqliteCheckpointer?: boolean;
   /**
    * SQLite file only: the write lock of the process's other connections to the file (their
-   * handle's `sqliteWriteLock`); unset, this handle makes a new one.
+   * handle's `sqliteWriteLock`); unset or null, this handle makes a new one.
    */
-  readonly sqliteWriteLock?: SharedArrayBuffer | undefined;
+  readonly sqliteWriteLock?: SharedArrayBuffer | null;
 }
 
 // COUNT(*) and other int8 results arrive as strings by default; our counts fit in a double.
@@ -79,7 +79,7 @@ function openSqlite(url: string, options: OpenDatabaseOptions): DatabaseHandle {
         );
   if (file !== null) database.pragma(`wal_autocheckpoint = ${MAIN_CONNECTION_AUTOCHECKPOINT_PAGES}`);
   const statements = withStatementCache(database);
-  const writeLock = file === null ? null : new ThreadWriteLock(options.sqliteWriteLock);
+  const writeLock = file === null ? null : new ThreadWriteLock(options.sqliteWriteLock ?? undefined);
   const db = new Kysely<Database>({
     dialect: new PortcullisSqliteDialect({ database: statements }, writeLock),
   });

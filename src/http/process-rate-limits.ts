@@ -1,6 +1,7 @@
 import type { FastifyRateLimitStore, FastifyRateLimitStoreCtor } from '@fastify/rate-limit';
 import { createRequire } from 'node:module';
 import type { MessagePort } from 'node:worker_threads';
+import { answerCalls, portCaller } from '../threads/port-calls.ts';
 
 /**
  * Rate-limit counters shared by every HTTP thread of one process, for when no Redis is
@@ -29,15 +30,9 @@ const LocalStore = createRequire(import.meta.url)('@fastify/rate-limit/store/Loc
 const COUNTED_KEYS = 15_000;
 
 interface Charge {
-  readonly id: number;
   readonly key: string;
   readonly timeWindow: number;
   readonly max: number;
-}
-interface Answer {
-  readonly id: number;
-  readonly current: number;
-  readonly ttl: number;
 }
 
 /** A store class for @fastify/rate-limit that charges `incr`. Keys carry their budget's name,
@@ -64,32 +59,25 @@ export class ProcessRateLimitCounters {
 
   /** Answers the charges another thread sends through `port` (see `remoteRateLimitStore`). */
   serve(port: MessagePort): void {
-    port.on('message', ({ id, key, timeWindow, max }: Charge) =>
-      this.#counts.incr(
-        key,
-        (_error, count) =>
-          port.postMessage({ id, current: count?.current ?? 0, ttl: count?.ttl ?? 0 } satisfies Answer),
-        timeWindow,
-        max,
-      ),
+    answerCalls<Charge, Count>(
+      port,
+      ({ key, timeWindow, max }) =>
+        new Promise((resolve) =>
+          this.#counts.incr(
+            key,
+            (_error, count) => resolve({ current: count?.current ?? 0, ttl: count?.ttl ?? 0 }),
+            timeWindow,
+            max,
+          ),
+        ),
     );
   }
 }
 
 /** The store of an HTTP thread other than the main one: it charges the main thread's counters. */
 export function remoteRateLimitStore(port: MessagePort): FastifyRateLimitStoreCtor {
-  const waiting = new Map<number, CountCallback>();
-  let nextId = 0;
-  port.on('message', ({ id, current, ttl }: Answer) => {
-    const callback = waiting.get(id);
-    waiting.delete(id);
-    callback?.(null, { current, ttl });
-  });
-  // The port must not keep a closing thread alive; the HTTP server does while it serves.
-  port.unref();
+  const counters = portCaller<Charge, Count>(port);
   return storeClass((key, callback, timeWindow, max) => {
-    nextId += 1;
-    waiting.set(nextId, callback);
-    port.postMessage({ id: nextId, key, timeWindow, max } satisfies Charge);
+    void counters.call({ key, timeWindow, max }).then((count) => callback(null, count));
   });
 }

@@ -21,10 +21,7 @@ async function runHttpThread({
   sqliteWriteLock,
   credentialCheckPort,
 }: HttpThreadData): Promise<void> {
-  const database = openDatabase(config.databaseUrl, {
-    sqliteCheckpointer: false,
-    sqliteWriteLock: sqliteWriteLock ?? undefined,
-  });
+  const database = openDatabase(config.databaseUrl, { sqliteCheckpointer: false, sqliteWriteLock });
   const redis = await connectRedis(config);
   const app = await buildApp({
     config,

@@ -77,7 +77,7 @@ describe('SQLite write transactions across connections', () => {
 
   it('with the process lock shared, a rolled-back transaction lets the next writer in, and a commit does too', async () => {
     const url = `sqlite:${join(directory, 'identity.db')}`;
-    const sharing = openDatabase(url, { sqliteCheckpointer: false, sqliteWriteLock: first.sqliteWriteLock! });
+    const sharing = openDatabase(url, { sqliteCheckpointer: false, sqliteWriteLock: first.sqliteWriteLock });
     try {
       const failed = first.writes.run(async (tx) => {
         await insert(tx, 'rolled back');
