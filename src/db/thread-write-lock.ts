@@ -33,7 +33,15 @@ export class ThreadWriteLock {
   async acquire(): Promise<void> {
     while (Atomics.compareExchange(this.#state, 0, FREE, HELD) !== FREE) {
       const wait = Atomics.waitAsync(this.#state, 0, HELD);
-      if (wait.async) await wait.value;
+      if (!wait.async) continue;
+      // A pending waitAsync does not keep the event loop alive: a thread with nothing else to
+      // do would exit mid-wait, its transaction never run. The timer keeps it, as I/O would.
+      const keepAlive = setTimeout(() => {}, MAX_TIMER_MS);
+      try {
+        await wait.value;
+      } finally {
+        clearTimeout(keepAlive);
+      }
     }
     this.#held = true;
   }
@@ -49,3 +57,5 @@ export class ThreadWriteLock {
 
 const FREE = 0;
 const HELD = 1;
+/** The longest delay a Node.js timer takes (about 24.8 days). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
