@@ -10,8 +10,13 @@ export interface MeasuredProcess {
   peakRssMb(): number;
   /** Resets the peak to the current size, so each scenario reports its own (Linux: clear_refs). */
   resetPeakRss(): void;
+  /** CPU time the process has used so far, all its threads, user and system, in seconds. */
+  cpuSeconds(): number;
   stop(): Promise<void>;
 }
+
+/** Linux's USER_HZ, the unit of /proc/<pid>/stat's times: 100 on every mainstream kernel. */
+const CLOCK_TICKS_PER_SECOND = 100;
 
 /** A port that is free now (the OS picks it; we release it for the child to bind). */
 export function freePort(): Promise<number> {
@@ -64,6 +69,11 @@ export async function startProcess(
       return Math.round(kilobytes / 1024);
     },
     resetPeakRss: () => writeFileSync(`/proc/${child.pid}/clear_refs`, '5'),
+    cpuSeconds: () => {
+      // Fields 14 and 15 of /proc/<pid>/stat, after the parenthesised command name.
+      const fields = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+    },
     stop: () =>
       new Promise<void>((resolve) => {
         child.once('exit', () => resolve());

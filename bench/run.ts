@@ -50,6 +50,8 @@ interface ScenarioResult extends LoadResult {
   readonly connections: number;
   readonly ratio: number;
   readonly peakRssMb: number | null;
+  /** The service's CPU time (all threads) per answered request, in microseconds. */
+  readonly cpuMicrosPerRequest: number | null;
 }
 
 const results: ScenarioResult[] = [];
@@ -78,10 +80,12 @@ async function main(): Promise<void> {
   );
   for (const connections of CONNECTIONS) {
     await runLoad({ url: `http://127.0.0.1:${baseline.port}/`, connections, durationSeconds: warmupSeconds });
-    baseline.resetPeakRss();
+    const cpuBefore = baseline.cpuSeconds();
     const result = await runLoad({ url: `http://127.0.0.1:${baseline.port}/`, connections, durationSeconds });
     baselines.set(connections, result.requestsPerSecond);
-    record('baseline (bare Fastify)', connections, result, null);
+    record('baseline (bare Fastify)', connections, result, null, {
+      cpuSeconds: baseline.cpuSeconds() - cpuBefore,
+    });
   }
   await baseline.stop();
 
@@ -206,7 +210,11 @@ async function runScenarios(
       }
       await runLoad({ ...load, durationSeconds: warmupSeconds });
       service.resetPeakRss();
-      record(`${scenario.name}${suffix}`, connections, await runLoad(load), service.peakRssMb());
+      const cpuBefore = service.cpuSeconds();
+      const result = await runLoad(load);
+      record(`${scenario.name}${suffix}`, connections, result, service.peakRssMb(), {
+        cpuSeconds: service.cpuSeconds() - cpuBefore,
+      });
     }
   }
 }
@@ -228,8 +236,12 @@ async function measureLogin(service: MeasuredProcess, base: string, seed: Seed) 
   for (const connections of CONNECTIONS) {
     await runLoad({ ...login(ADMIN.email, ADMIN.password, connections), durationSeconds: warmupSeconds });
     service.resetPeakRss();
+    const cpuBefore = service.cpuSeconds();
     const result = await runLoad(login(ADMIN.email, ADMIN.password, connections));
-    record('login (correct password)', connections, result, service.peakRssMb(), rawRate);
+    record('login (correct password)', connections, result, service.peakRssMb(), {
+      cpuSeconds: service.cpuSeconds() - cpuBefore,
+      reference: rawRate,
+    });
   }
   // The two refusals alternate on the same 32 connections, so both see the same machine, the
   // same moments and the same HTTP threads: run one after the other, or on connections of their
@@ -248,8 +260,8 @@ async function measureLogin(service: MeasuredProcess, base: string, seed: Seed) 
   await new Promise((resolve) => setTimeout(resolve, BACKLOG_DRAIN_MS));
   const refusals = await runInterleaved(refusalLoad, refusalBodies);
   const [wrong, unknown] = refusals as [LoadResult, LoadResult];
-  record('login (wrong password, 401)', 32, wrong, service.peakRssMb(), rawRate / 2);
-  record('login (unknown email, 401)', 32, unknown, service.peakRssMb(), rawRate / 2);
+  record('login (wrong password, 401)', 32, wrong, service.peakRssMb(), { reference: rawRate / 2 });
+  record('login (unknown email, 401)', 32, unknown, service.peakRssMb(), { reference: rawRate / 2 });
   const difference = Math.abs(wrong.p50 - unknown.p50) / Math.max(wrong.p50, unknown.p50);
   console.log(
     `Median time, wrong password vs unknown email: ${wrong.p50} ms vs ${unknown.p50} ms (${(difference * 100).toFixed(1)} % apart)`,
@@ -276,12 +288,17 @@ async function measureRawArgon2Rate(): Promise<number> {
   return Math.round(count / durationSeconds);
 }
 
+/**
+ * Prints and keeps one run. `reference`: the rate to compare with (default: the baseline at the
+ * same connection count). `cpuSeconds`: the service's CPU time during the run, reported per
+ * request, which moves far less than throughput between runs on a noisy machine.
+ */
 function record(
   scenario: string,
   connections: number,
   result: LoadResult,
   peakRssMb: number | null,
-  reference?: number,
+  { reference, cpuSeconds }: { reference?: number; cpuSeconds?: number } = {},
 ) {
   const floor = reference ?? baselines.get(connections) ?? result.requestsPerSecond;
   const entry: ScenarioResult = {
@@ -290,21 +307,26 @@ function record(
     ...result,
     ratio: Math.round((result.requestsPerSecond / floor) * 1000) / 1000,
     peakRssMb,
+    cpuMicrosPerRequest:
+      cpuSeconds === undefined || result.total === 0 ? null : Math.round((cpuSeconds * 1e6) / result.total),
   };
   results.push(entry);
   console.log(
     `${scenario.padEnd(34)} c=${String(connections).padStart(3)}  ${String(result.requestsPerSecond).padStart(7)} req/s  ` +
       `p50 ${result.p50} p95 ${result.p95} p99 ${result.p99} ms  non-2xx ${result.non2xx}  ` +
-      `ratio ${entry.ratio}${reference === undefined ? '' : ' (to raw Argon2)'}${peakRssMb === null ? '' : `  peak RSS ${peakRssMb} MB`}`,
+      `ratio ${entry.ratio}${reference === undefined ? '' : ' (to raw Argon2)'}${peakRssMb === null ? '' : `  peak RSS ${peakRssMb} MB`}` +
+      `${entry.cpuMicrosPerRequest === null ? '' : `  CPU ${entry.cpuMicrosPerRequest} µs/req`}`,
   );
 }
 
 function printSummary() {
-  console.log('\n| scenario | conns | req/s | p50 ms | p95 ms | p99 ms | non-2xx | ratio | peak RSS MB |');
-  console.log('|---|---|---|---|---|---|---|---|---|');
+  console.log(
+    '\n| scenario | conns | req/s | p50 ms | p95 ms | p99 ms | non-2xx | ratio | peak RSS MB | CPU µs/req |',
+  );
+  console.log('|---|---|---|---|---|---|---|---|---|---|');
   for (const r of results) {
     console.log(
-      `| ${r.scenario} | ${r.connections} | ${r.requestsPerSecond} | ${r.p50} | ${r.p95} | ${r.p99} | ${r.non2xx} | ${r.ratio} | ${r.peakRssMb ?? ''} |`,
+      `| ${r.scenario} | ${r.connections} | ${r.requestsPerSecond} | ${r.p50} | ${r.p95} | ${r.p99} | ${r.non2xx} | ${r.ratio} | ${r.peakRssMb ?? ''} | ${r.cpuMicrosPerRequest ?? ''} |`,
     );
   }
   mkdirSync(join(import.meta.dirname, 'results'), { recursive: true });

@@ -16,6 +16,9 @@ import { type AuditRecord, insertAuditEntry } from './audit.repository.ts';
  * - `execute` runs in a transaction together with the success audit row, so a write and its
  *   audit entry commit together or not at all. On SQLite, commands that arrive together share
  *   one commit, each under its own savepoint (db/write-transactions.ts).
+ * A command that writes nothing but its audit entry (it decides in `prepare`) has no `execute`:
+ * its output is what `prepare` returned, and its transaction holds the one audit row, which
+ * needs no savepoint of its own.
  * A refusal or failure in either step rolls back and is recorded with succeeded = false.
  * `execute` may instead *return* a Refusal: its writes so far commit (a failed-attempt counter,
  * a spent guess, a charged budget), the entry is recorded as failed, and the refusal is thrown.
@@ -45,7 +48,8 @@ export interface Command<Input, Output, Prepared = Input> {
   /** The audit action: the command type name, e.g. CreateScopeCommand. */
   readonly name: string;
   readonly prepare?: (context: StepContext, input: Input) => Promise<Prepared>;
-  readonly execute: (context: ExecuteContext, prepared: Prepared) => Promise<Output | Refusal>;
+  /** Absent when the command writes nothing but its audit entry: `prepare` gives the output. */
+  readonly execute?: (context: ExecuteContext, prepared: Prepared) => Promise<Output | Refusal>;
 }
 
 export function defineCommand<Input, Output>(command: {
@@ -57,6 +61,10 @@ export function defineCommand<Input, Output, Prepared>(command: {
   prepare: (context: StepContext, input: Input) => Promise<Prepared>;
   execute: (context: ExecuteContext, prepared: Prepared) => Promise<Output | Refusal>;
 }): Command<Input, Output, Prepared>;
+export function defineCommand<Input, Output>(command: {
+  name: string;
+  prepare: (context: StepContext, input: Input) => Promise<Output>;
+}): Command<Input, Output, Output>;
 export function defineCommand<Input, Output, Prepared>(
   command: Command<Input, Output, Prepared>,
 ): Command<Input, Output, Prepared> {
@@ -108,12 +116,18 @@ export class CommandRunner {
     try {
       const prepared =
         command.prepare === undefined ? (input as unknown as Prepared) : await command.prepare(base, input);
-      output = await this.#writes.run(async (tx) => {
-        const result = await command.execute({ ...base, tx }, prepared);
-        const refused = result instanceof Refusal;
-        await insertAuditEntry(tx, audit(!refused, refused ? result.message : null));
-        return result;
-      });
+      const execute = command.execute;
+      if (execute === undefined) {
+        await this.#writes.runSingleWrite((tx) => insertAuditEntry(tx, audit(true, null)));
+        output = prepared as unknown as Output;
+      } else {
+        output = await this.#writes.run(async (tx) => {
+          const result = await execute({ ...base, tx }, prepared);
+          const refused = result instanceof Refusal;
+          await insertAuditEntry(tx, audit(!refused, refused ? result.message : null));
+          return result;
+        });
+      }
     } catch (error) {
       await this.#recordFailure(audit(false, failureReasonOf(error)));
       throw error;
@@ -125,7 +139,7 @@ export class CommandRunner {
 
   async #recordFailure(record: AuditRecord): Promise<void> {
     try {
-      await this.#writes.run((tx) => insertAuditEntry(tx, record));
+      await this.#writes.runSingleWrite((tx) => insertAuditEntry(tx, record));
     } catch (error) {
       // The refusal itself must still reach the caller; a lost failure entry is logged instead.
       this.#log.error(

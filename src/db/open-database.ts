@@ -14,7 +14,12 @@ import { allowDirectReads } from './prepared-query.ts';
 import { PortcullisSqliteDialect, SQLITE_BUSY_TIMEOUT_MS } from './sqlite-dialect.ts';
 import { ThreadWriteLock } from './thread-write-lock.ts';
 import { withStatementCache } from './sqlite-statement-cache.ts';
-import { groupCommit, transactionPerWrite, type WriteTransactions } from './write-transactions.ts';
+import {
+  type BatchConnection,
+  groupCommit,
+  transactionPerWrite,
+  type WriteTransactions,
+} from './write-transactions.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -42,6 +47,8 @@ export interface OpenDatabaseOptions {
    * the HTTP threads other than the main one open the file without it.
    */
   readonly sqliteCheckpointer?: boolean;
+  /** SQLite only: at most this many commands share one commit (default MAX_GROUP_COMMIT_BATCH). */
+  readonly sqliteGroupCommitBatch?: number;
   /**
    * SQLite file only: the write lock of the process's other connections to the file (their
    * handle's `sqliteWriteLock`); unset or null, this handle makes a new one.
@@ -90,7 +97,7 @@ function openSqlite(url: string, options: OpenDatabaseOptions): DatabaseHandle {
   return {
     db,
     dialect: 'sqlite',
-    writes: groupCommit(db),
+    writes: groupCommit(db, batchConnection(database), options.sqliteGroupCommitBatch),
     sqliteWriteLock: writeLock?.shared ?? null,
     ping: async () => {
       database.prepare('select 1').get();
@@ -99,6 +106,22 @@ function openSqlite(url: string, options: OpenDatabaseOptions): DatabaseHandle {
       await checkpointer?.stop();
       await db.destroy();
     },
+  };
+}
+
+/** What a group commit runs on the connection between its commands (write-transactions.ts). */
+function batchConnection(database: BetterSqlite3.Database): BatchConnection {
+  const savepoint = database.prepare('savepoint command');
+  const release = database.prepare('release command');
+  const rollbackTo = database.prepare('rollback to command');
+  return {
+    savepoint: () => savepoint.run(),
+    release: () => release.run(),
+    rollbackToSavepoint: () => {
+      rollbackTo.run();
+      release.run();
+    },
+    inTransaction: () => database.inTransaction,
   };
 }
 

@@ -1,4 +1,4 @@
-import { CompiledQuery, type ControlledTransaction } from 'kysely';
+import type { ControlledTransaction } from 'kysely';
 import type { Database, Db, Tx } from './database.ts';
 
 /**
@@ -7,22 +7,42 @@ import type { Database, Db, Tx } from './database.ts';
  */
 export interface WriteTransactions {
   run<T>(work: (tx: Tx) => Promise<T>): Promise<T>;
+  /**
+   * `run`, for work that makes exactly one write statement (an audit entry alone). A statement
+   * applies whole or not at all, so in a group commit it needs no savepoint of its own.
+   */
+  runSingleWrite<T>(work: (tx: Tx) => Promise<T>): Promise<T>;
 }
 
 /** PostgreSQL: one transaction per command; the pool runs several at once. */
 export function transactionPerWrite(db: Db): WriteTransactions {
-  return { run: (work) => db.transaction().execute(work) };
+  const run = <T>(work: (tx: Tx) => Promise<T>) => db.transaction().execute(work);
+  return { run, runSingleWrite: run };
+}
+
+/**
+ * The statements a group commit runs between its commands, straight on the SQLite connection
+ * that its transaction holds (open-database.ts): they need neither Kysely's query path nor its
+ * connection queue, which cost more than SQLite's own work for a savepoint.
+ */
+export interface BatchConnection {
+  /** `savepoint command` */
+  savepoint(): void;
+  /** `release command` */
+  release(): void;
+  /** `rollback to command`, then `release command`. */
+  rollbackToSavepoint(): void;
+  /** False once SQLite has rolled the whole transaction back by itself (after an I/O error). */
+  inTransaction(): boolean;
 }
 
 /** At most this many commands share one commit, so reads waiting behind a batch wait briefly. */
 export const MAX_GROUP_COMMIT_BATCH = 64;
 
-const SAVEPOINT = CompiledQuery.raw('savepoint command');
-const RELEASE = CompiledQuery.raw('release command');
-const ROLLBACK_TO = CompiledQuery.raw('rollback to command');
-
 interface Pending {
   readonly work: (tx: Tx) => Promise<unknown>;
+  /** One write statement: no savepoint (see `runSingleWrite`). */
+  readonly singleWrite: boolean;
   readonly resolve: (value: unknown) => void;
   readonly reject: (error: unknown) => void;
 }
@@ -37,31 +57,39 @@ interface Pending {
  * - Requests that arrive in the same turn of the event loop are queued, and the batch starts
  *   on `setImmediate`, after the loop has read every request that was ready.
  * - A command that throws is rolled back to its savepoint and rejected at once; the others go
- *   on. A command that returns (a Refusal too) keeps its writes.
+ *   on. A command that returns (a Refusal too) keeps its writes. Work of a single write
+ *   statement has no savepoint: a statement that fails leaves nothing behind.
  * - Nobody is answered before the commit, so an answer never reports a write that a process
  *   crash could still lose. Should the commit fail, every command of the batch fails with it.
  */
-export function groupCommit(db: Db, maxBatch = MAX_GROUP_COMMIT_BATCH): WriteTransactions {
+export function groupCommit(
+  db: Db,
+  connection: BatchConnection,
+  maxBatch: number = MAX_GROUP_COMMIT_BATCH,
+): WriteTransactions {
   const queue: Pending[] = [];
   let flushing = false;
 
   const flush = async (): Promise<void> => {
-    while (queue.length > 0) await commitBatch(db, queue.splice(0, maxBatch));
+    while (queue.length > 0) await commitBatch(db, connection, queue.splice(0, maxBatch));
     flushing = false;
   };
 
+  const enqueue = <T>(work: (tx: Tx) => Promise<T>, singleWrite: boolean) =>
+    new Promise<T>((resolve, reject) => {
+      queue.push({ work, singleWrite, resolve: resolve as (value: unknown) => void, reject });
+      if (flushing) return;
+      flushing = true;
+      setImmediate(() => void flush());
+    });
+
   return {
-    run: <T>(work: (tx: Tx) => Promise<T>) =>
-      new Promise<T>((resolve, reject) => {
-        queue.push({ work, resolve: resolve as (value: unknown) => void, reject });
-        if (flushing) return;
-        flushing = true;
-        setImmediate(() => void flush());
-      }),
+    run: (work) => enqueue(work, false),
+    runSingleWrite: (work) => enqueue(work, true),
   };
 }
 
-async function commitBatch(db: Db, batch: readonly Pending[]): Promise<void> {
+async function commitBatch(db: Db, connection: BatchConnection, batch: readonly Pending[]): Promise<void> {
   let trx: ControlledTransaction<Database>;
   try {
     trx = await db.startTransaction().execute();
@@ -70,26 +98,29 @@ async function commitBatch(db: Db, batch: readonly Pending[]): Promise<void> {
     return;
   }
   // A lone command needs no savepoint: if it throws, the whole transaction rolls back.
-  const isolate = batch.length > 1;
+  const alone = batch.length === 1;
   const committed: Array<{ pending: Pending; value: unknown }> = [];
   try {
     for (const pending of batch) {
-      if (isolate) await trx.executeQuery(SAVEPOINT);
+      const isolate = !alone && !pending.singleWrite;
+      if (isolate) connection.savepoint();
       let value: unknown;
       try {
         value = await pending.work(trx);
       } catch (error) {
-        if (!isolate) {
+        if (alone) {
           await trx.rollback().execute();
           pending.reject(error);
           return;
         }
-        await trx.executeQuery(ROLLBACK_TO);
-        await trx.executeQuery(RELEASE);
+        // SQLite may have rolled the whole transaction back (an I/O error, say): then nothing
+        // of the batch stands, and the catch below says so to every command.
+        if (!connection.inTransaction()) throw error;
+        if (isolate) connection.rollbackToSavepoint();
         pending.reject(error);
         continue;
       }
-      if (isolate) await trx.executeQuery(RELEASE);
+      if (isolate) connection.release();
       committed.push({ pending, value });
     }
     await trx.commit().execute();

@@ -6,7 +6,7 @@ import { sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Tx } from '../../src/db/database.ts';
 import { type DatabaseHandle, openDatabase } from '../../src/db/open-database.ts';
-import { groupCommit, type WriteTransactions } from '../../src/db/write-transactions.ts';
+import type { WriteTransactions } from '../../src/db/write-transactions.ts';
 
 const insert = (tx: Tx, name: string) => sql`insert into items (name) values (${name})`.execute(tx);
 
@@ -24,10 +24,10 @@ describe('SQLite group commit', () => {
   beforeEach(async () => {
     directory = mkdtempSync(join(tmpdir(), 'portcullis-group-commit-'));
     const file = join(directory, 'identity.db');
-    handle = openDatabase(`sqlite:${file}`);
+    handle = openDatabase(`sqlite:${file}`, { sqliteGroupCommitBatch: 4 });
     await sql`create table items (name text not null unique)`.execute(handle.db);
     await sql`create table children (item text not null references items (name))`.execute(handle.db);
-    writes = groupCommit(handle.db, 4);
+    writes = handle.writes;
     observer = new BetterSqlite3(file);
   });
   afterEach(async () => {
@@ -63,6 +63,39 @@ describe('SQLite group commit', () => {
     ]);
     expect(outcomes.map((outcome) => outcome.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     expect(committedNames()).toEqual(['a', 'c']);
+  });
+
+  it('runs a single write statement without a savepoint: if it fails, nothing of it stands', async () => {
+    const outcomes = await Promise.allSettled([
+      writes.run((tx) => insert(tx, 'a')),
+      writes.runSingleWrite((tx) => insert(tx, 'a')), // unique violation
+      writes.runSingleWrite((tx) => insert(tx, 'b')),
+      writes.run((tx) => insert(tx, 'c')),
+    ]);
+    expect(outcomes.map((outcome) => outcome.status)).toEqual([
+      'fulfilled',
+      'rejected',
+      'fulfilled',
+      'fulfilled',
+    ]);
+    expect(committedNames()).toEqual(['a', 'b', 'c']);
+  });
+
+  it('rejects the whole batch when SQLite has rolled its transaction back, running nothing after it', async () => {
+    const outcomes = await Promise.allSettled([
+      writes.run((tx) => insert(tx, 'a')),
+      // What SQLite does by itself after an I/O error or a full disk, in the middle of a batch.
+      writes.runSingleWrite(async (tx) => {
+        await sql`rollback`.execute(tx);
+        throw new Error('disk I/O error');
+      }),
+      // Run now, this would commit on its own, outside any transaction.
+      writes.runSingleWrite((tx) => insert(tx, 'c')),
+    ]);
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(['rejected', 'rejected', 'rejected']);
+    expect(committedNames()).toEqual([]);
+    await writes.run((tx) => insert(tx, 'after'));
+    expect(committedNames()).toEqual(['after']);
   });
 
   it('rolls back a lone failing command entirely', async () => {

@@ -12,21 +12,23 @@ import type { ApplicationSelf, ApplicationToken, IssueApplicationTokenBody } fro
  * 6, 13). Every refusal (unknown, revoked or expired secret; deleted application or scope) is
  * the same 401 with the same body, so the answer reveals nothing about what exists.
  *
- * The command finds the live credential and records the exchange; the token is signed once it
- * has committed. Neither hashing the secret nor signing reads the database, and on SQLite a
- * command's transaction holds the one write lock, which other writers wait for.
+ * The command writes nothing but its audit entry, so it has no `execute`: the credential and its
+ * scope's permissions are read before the transaction, which on SQLite holds the one write lock
+ * that every other writer of the process waits for, and which here holds the audit entry alone. A revoke that commits between the read and the entry is ordered after the
+ * exchange, as it would be on PostgreSQL, where the two run in one read-committed transaction
+ * that takes no lock on the credential; the token it yields fails its next live check. The
+ * token is signed once the entry has committed: signing reads nothing either.
  */
-export const issueApplicationToken = defineCommand<IssueApplicationTokenBody, ApplicationClaims, string>({
+export const issueApplicationToken = defineCommand<IssueApplicationTokenBody, ApplicationClaims>({
   name: 'IssueApplicationTokenCommand',
-  // The secret has 256 bits of entropy, so its SHA-256 can be looked up directly: the index
-  // lookup by hash does not leak the secret through timing the way a comparison of the secret
-  // itself could.
-  prepare: async (_context, body) => sha256(body.secret),
-  async execute(context, secretHash) {
-    const chain = await findLiveChainBySecretHash(context.tx, secretHash, context.now);
+  async prepare(context, body) {
+    // The secret has 256 bits of entropy, so its SHA-256 can be looked up directly: the index
+    // lookup by hash does not leak the secret through timing the way a comparison of the secret
+    // itself could.
+    const chain = await findLiveChainBySecretHash(context.db, sha256(body.secret), context.now);
     if (chain === undefined) throw new Refusal('The application secret was not accepted.');
     context.setTarget(chain.applicationId);
-    const permissions = await claimedPermissionNames(context.tx, chain.scopeId);
+    const permissions = await claimedPermissionNames(context.db, chain.scopeId);
     return {
       sub: chain.applicationId,
       scopeId: chain.scopeId,
