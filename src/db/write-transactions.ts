@@ -55,7 +55,9 @@ interface Pending {
  * 36 µs in a batch of 32).
  *
  * - Requests that arrive in the same turn of the event loop are queued, and the batch starts
- *   on `setImmediate`, after the loop has read every request that was ready.
+ *   on `setImmediate`, after the loop has read every request that was ready. It takes its
+ *   commands off the queue once its transaction holds the write lock, so those that arrived
+ *   while another thread held it join the batch.
  * - A command that throws is rolled back to its savepoint and rejected at once; the others go
  *   on. A command that returns (a Refusal too) keeps its writes. Work of a single write
  *   statement has no savepoint: a statement that fails leaves nothing behind.
@@ -71,7 +73,7 @@ export function groupCommit(
   let flushing = false;
 
   const flush = async (): Promise<void> => {
-    while (queue.length > 0) await commitBatch(db, connection, queue.splice(0, maxBatch));
+    while (queue.length > 0) await commitBatch(db, connection, queue, maxBatch);
     flushing = false;
   };
 
@@ -89,14 +91,25 @@ export function groupCommit(
   };
 }
 
-async function commitBatch(db: Db, connection: BatchConnection, batch: readonly Pending[]): Promise<void> {
+/**
+ * Begins a transaction, then takes up to `maxBatch` commands off the queue: the batch forms once
+ * the write lock is held, so the commands that arrived while this thread waited for it (another
+ * thread committing) share this commit rather than wait for a lock of their own.
+ */
+async function commitBatch(
+  db: Db,
+  connection: BatchConnection,
+  queue: Pending[],
+  maxBatch: number,
+): Promise<void> {
   let trx: ControlledTransaction<Database>;
   try {
     trx = await db.startTransaction().execute();
   } catch (error) {
-    for (const pending of batch) pending.reject(error);
+    for (const pending of queue.splice(0, maxBatch)) pending.reject(error);
     return;
   }
+  const batch = queue.splice(0, maxBatch);
   // A lone command needs no savepoint: if it throws, the whole transaction rolls back.
   const alone = batch.length === 1;
   const committed: Array<{ pending: Pending; value: unknown }> = [];

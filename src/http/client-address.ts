@@ -1,7 +1,8 @@
+import { timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { type BlockList, isIP } from 'node:net';
 import type { Config } from '../config/config.ts';
-import { constantTimeEquals } from '../crypto/secrets.ts';
+import { keyDigest } from '../crypto/secrets.ts';
 
 /**
  * Who is on the other end (spec §Authentication 14, §Limits):
@@ -39,13 +40,32 @@ export function resolveClientAddress(connection: ConnectionFacts, network: Confi
   const callerKey = single(connection.headers['x-service-caller-key']);
   if (callerKey !== undefined && network.trustedCallerKeys.length > 0) {
     // Check every configured key, so the time taken does not tell which one nearly matched.
-    const matches = network.trustedCallerKeys.map((key) => constantTimeEquals(callerKey, key));
+    const presented = keyDigest(callerKey);
+    const matches = trustedKeyDigests(network.trustedCallerKeys).map((key) =>
+      timingSafeEqual(presented, key),
+    );
     const named = normalizeAddress(single(connection.headers['x-service-client-address']) ?? '');
     if (matches.includes(true) && named !== null) {
       return { address: named, protocol, bucket: `caller:${addressGroup(named)}` };
     }
   }
   return { address, protocol, bucket: `ip:${addressGroup(address)}` };
+}
+
+/**
+ * The configured caller keys' SHA-256 digests, made once per configuration: a trusted caller
+ * (a gateway) presents its key on every request. Comparing digests makes both sides the same
+ * length, so the comparison's time says nothing about the key's length either.
+ */
+const callerKeyDigests = new WeakMap<readonly string[], readonly Buffer[]>();
+
+function trustedKeyDigests(keys: readonly string[]): readonly Buffer[] {
+  let digests = callerKeyDigests.get(keys);
+  if (digests === undefined) {
+    digests = keys.map(keyDigest);
+    callerKeyDigests.set(keys, digests);
+  }
+  return digests;
 }
 
 function isTrusted(proxies: BlockList, address: string): boolean {

@@ -75,6 +75,30 @@ describe('SQLite write transactions across connections', () => {
     expect(await names(second)).toEqual(['first', 'second']);
   });
 
+  it('commands that arrive while a connection waits for the lock share the commit it then makes', async () => {
+    let releaseFirst!: () => void;
+    const held = first.writes.run(async (tx) => {
+      await insert(tx, 'held');
+      await new Promise<void>((resolve) => (releaseFirst = resolve));
+    });
+    await sleep(5);
+    // What has committed when each command runs tells which batch it belongs to.
+    const committedWhenRun: number[] = [];
+    const command = (name: string) =>
+      second.writes.run(async (tx) => {
+        committedWhenRun.push((await names(first)).length);
+        await insert(tx, name);
+      });
+    const early = command('early');
+    await sleep(20); // the second connection is waiting for the lock now
+    const late = [command('late 1'), command('late 2')];
+    releaseFirst();
+    await Promise.all([held, early, ...late]);
+    // One batch: all three ran before any of them had committed.
+    expect(committedWhenRun).toEqual([1, 1, 1]);
+    expect(await names(first)).toEqual(['held', 'early', 'late 1', 'late 2']);
+  });
+
   it('with the process lock shared, a rolled-back transaction lets the next writer in, and a commit does too', async () => {
     const url = `sqlite:${join(directory, 'identity.db')}`;
     const sharing = openDatabase(url, { sqliteCheckpointer: false, sqliteWriteLock: first.sqliteWriteLock });
