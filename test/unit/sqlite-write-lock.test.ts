@@ -19,6 +19,17 @@ const names = async (handle: DatabaseHandle) =>
     (row) => row.name,
   );
 
+/** A write transaction on `handle` that has written `name` and holds the lock until released. */
+async function holdWriteLock(handle: DatabaseHandle, name: string) {
+  let release!: () => void;
+  const committed = handle.writes.run(async (tx) => {
+    await insert(tx, name);
+    await new Promise<void>((resolve) => (release = resolve));
+  });
+  await sleep(5);
+  return { committed, release: () => release() };
+}
+
 describe('SQLite write transactions across connections', () => {
   let directory: string;
   let first: DatabaseHandle;
@@ -55,12 +66,7 @@ describe('SQLite write transactions across connections', () => {
   });
 
   it('waits for the lock without blocking the thread, and takes it once the holder commits', async () => {
-    let releaseFirst!: () => void;
-    const held = first.writes.run(async (tx) => {
-      await insert(tx, 'first');
-      await new Promise<void>((resolve) => (releaseFirst = resolve));
-    });
-    await sleep(5);
+    const held = await holdWriteLock(first, 'first');
     const waiting = second.writes.run((tx) => insert(tx, 'second'));
     let settled = false;
     void waiting.then(() => (settled = true));
@@ -70,18 +76,13 @@ describe('SQLite write transactions across connections', () => {
     await sleep(50);
     expect(Date.now() - pausedAt).toBeLessThan(1000);
     expect(settled).toBe(false);
-    releaseFirst();
-    await Promise.all([held, waiting]);
+    held.release();
+    await Promise.all([held.committed, waiting]);
     expect(await names(second)).toEqual(['first', 'second']);
   });
 
   it('commands that arrive while a connection waits for the lock share the commit it then makes', async () => {
-    let releaseFirst!: () => void;
-    const held = first.writes.run(async (tx) => {
-      await insert(tx, 'held');
-      await new Promise<void>((resolve) => (releaseFirst = resolve));
-    });
-    await sleep(5);
+    const held = await holdWriteLock(first, 'held');
     // What has committed when each command runs tells which batch it belongs to.
     const committedWhenRun: number[] = [];
     const command = (name: string) =>
@@ -92,8 +93,8 @@ describe('SQLite write transactions across connections', () => {
     const early = command('early');
     await sleep(20); // the second connection is waiting for the lock now
     const late = [command('late 1'), command('late 2')];
-    releaseFirst();
-    await Promise.all([held, early, ...late]);
+    held.release();
+    await Promise.all([held.committed, early, ...late]);
     // One batch: all three ran before any of them had committed.
     expect(committedWhenRun).toEqual([1, 1, 1]);
     expect(await names(first)).toEqual(['held', 'early', 'late 1', 'late 2']);
