@@ -66,12 +66,11 @@ export async function startHttpThreads(count: number, options: HttpThreadOptions
   };
   try {
     for (let index = 0; index < count; index += 1) {
-      const thread = await startHttpThread(options);
-      started.push(thread);
-      thread.worker.on('error', (error) => options.log.error({ err: error }, 'HTTP thread failed'));
-      thread.worker.once('exit', (code) => {
+      const thread = await startHttpThread(options, (code) => {
         if (!closing) options.onExit(code);
       });
+      started.push(thread);
+      thread.worker.on('error', (error) => options.log.error({ err: error }, 'HTTP thread failed'));
     }
   } catch (error) {
     await close();
@@ -80,7 +79,8 @@ export async function startHttpThreads(count: number, options: HttpThreadOptions
   return { close };
 }
 
-async function startHttpThread(options: HttpThreadOptions) {
+/** Starts one thread; `onExitAfterStart` hears of its exit once it has said it listens. */
+async function startHttpThread(options: HttpThreadOptions, onExitAfterStart: (code: number) => void) {
   const counterChannel = options.counters === null ? null : new MessageChannel();
   if (counterChannel !== null) options.counters!.serve(counterChannel.port1);
   const credentialChecks = new MessageChannel();
@@ -97,6 +97,15 @@ async function startHttpThread(options: HttpThreadOptions) {
   });
   // Settles once the thread is gone, however it ended (a thread that died has exited already).
   const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+  // Listened for from the start: a thread that says it listens and exits at once has both
+  // delivered in one go (Node hands over a thread's last messages just before its 'exit'), so
+  // a listener added once start-up has resolved would come too late. An exit before it listens
+  // fails the start-up instead (below).
+  let listening = false;
+  worker.once('message', (message) => (listening = message === LISTENING));
+  worker.once('exit', (code) => {
+    if (listening) onExitAfterStart(code);
+  });
   // Start-up fails if the thread fails before it listens (`once` rejects on 'error').
   const [message] = (await Promise.race([
     once(worker, 'message'),

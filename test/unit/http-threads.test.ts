@@ -23,10 +23,15 @@ function options(port: number, onExit: (code: number) => void) {
 describe('the HTTP threads of the main thread', () => {
   it('reports a thread that exits on its own, and still closes the rest', async () => {
     const exits: number[] = [];
-    const threads = await startHttpThreads(
+    const starting = startHttpThreads(
       1,
       options(3, (code) => exits.push(code)),
     );
+    // Keep this thread busy while the other one starts, says it listens and exits: both then
+    // reach this side in one go, the hardest order for the report.
+    const busyUntil = Date.now() + 1_500;
+    while (Date.now() < busyUntil);
+    const threads = await starting;
     for (let waited = 0; exits.length === 0 && waited < 5_000; waited += 10) await sleep(10);
     expect(exits).toEqual([3]);
     // Closing waits for every thread to be gone: one that died already does not hold it up.
