@@ -1,5 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { resolve } from 'node:path';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterEach, beforeEach } from 'vitest';
 
 /** The real process entry (src/server.ts), started as a child process by tests. */
 
@@ -31,10 +34,22 @@ export function startServerProcess(settings: Record<string, string>): ServerProc
   return { child, stdout: () => stdout, stderr: () => stderr, exited };
 }
 
-/** Kills every server a test left running (afterEach). */
-export function killServerProcesses(): void {
-  for (const child of running.splice(0))
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+/**
+ * Gives each test of the file a fresh directory for the server's files (named `prefix`…), and
+ * after each test kills every server it left running and removes the directory. Returns the
+ * current test's directory.
+ */
+export function useServerDirectory(prefix: string): () => string {
+  let directory = '';
+  beforeEach(() => {
+    directory = mkdtempSync(join(tmpdir(), prefix));
+  });
+  afterEach(() => {
+    for (const child of running.splice(0))
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    rmSync(directory, { recursive: true, force: true });
+  });
+  return () => directory;
 }
 
 /** The port from Fastify's "Server listening at http://127.0.0.1:PORT" log line. */

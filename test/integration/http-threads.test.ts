@@ -1,13 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
-  killServerProcesses,
   listeningPort,
   type ServerProcess,
   startServerProcess,
+  useServerDirectory,
 } from '../helpers/server-process.ts';
 
 /**
@@ -20,19 +18,11 @@ import {
 const SECRET = 'http-threads-test-secret-of-at-least-32-bytes';
 const ADMIN = { email: 'threads-admin@example.test', password: 'threads admin password' };
 
-let directory: string;
-
-beforeEach(() => {
-  directory = mkdtempSync(join(tmpdir(), 'portcullis-threads-'));
-});
-afterEach(() => {
-  killServerProcesses();
-  rmSync(directory, { recursive: true, force: true });
-});
+const directory = useServerDirectory('portcullis-threads-');
 
 function startThreadedServer(threads: number): ServerProcess {
   return startServerProcess({
-    SERVICE_DATABASE_URL: `sqlite:${join(directory, 'identity.db')}`,
+    SERVICE_DATABASE_URL: `sqlite:${join(directory(), 'identity.db')}`,
     SERVICE_AUTH_TOKEN_SECRET: SECRET,
     SERVICE_HTTP_THREADS: String(threads),
     SERVICE_BOOTSTRAP_ADMIN_EMAIL: ADMIN.email,

@@ -1,12 +1,11 @@
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
-  killServerProcesses,
   listeningPort,
   type ServerProcess,
   startServerProcess,
+  useServerDirectory,
 } from '../helpers/server-process.ts';
 
 /**
@@ -17,20 +16,12 @@ import {
 
 const GOOD_SECRET = 'start-up-test-secret-of-at-least-32-bytes';
 
-let directory: string;
-
-beforeEach(() => {
-  directory = mkdtempSync(join(tmpdir(), 'portcullis-startup-'));
-});
-afterEach(() => {
-  killServerProcesses();
-  rmSync(directory, { recursive: true, force: true });
-});
+const directory = useServerDirectory('portcullis-startup-');
 
 /** Starts the server on a SQLite file in this test's directory, with exactly these settings. */
 function startServer(settings: Record<string, string>): ServerProcess {
   return startServerProcess({
-    SERVICE_DATABASE_URL: `sqlite:${join(directory, 'identity.db')}`,
+    SERVICE_DATABASE_URL: `sqlite:${join(directory(), 'identity.db')}`,
     ...settings,
   });
 }
@@ -97,7 +88,7 @@ describe('start-up refusals (spec §Authentication 7, 14; DECISIONS §8)', () =>
       expect(started.stderr()).not.toContain(secretText);
       expect(started.stdout()).not.toContain(secretText);
       // Refused before anything was opened: no database file was made.
-      expect(() => statSync(join(directory, 'identity.db'))).toThrow();
+      expect(() => statSync(join(directory(), 'identity.db'))).toThrow();
     });
   }
 });
@@ -131,7 +122,7 @@ describe('a good start', () => {
     await listeningPort(first);
     first.child.kill('SIGTERM');
     expect((await first.exited).code).toBe(0);
-    const secretFile = join(directory, 'token-secret');
+    const secretFile = join(directory(), 'token-secret');
     const secret = readFileSync(secretFile, 'ascii');
     expect(statSync(secretFile).mode & 0o777).toBe(0o600);
     expect(first.stdout()).not.toContain(secret);

@@ -4,23 +4,27 @@ import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
 import { ThreadWriteLock } from '../../src/db/thread-write-lock.ts';
 
+/** Checks that `turn` (a side waiting for the lock) is still waiting after `ms`. */
+async function expectStillWaiting(turn: Promise<unknown>, ms = 20): Promise<void> {
+  let settled = false;
+  void turn.then(() => (settled = true));
+  await sleep(ms);
+  expect(settled).toBe(false);
+}
+
 describe('the SQLite write lock the HTTP threads share', () => {
   it('lets one holder in at a time; a release lets a waiting side in', async () => {
     const first = new ThreadWriteLock();
     const second = new ThreadWriteLock(first.shared);
     await first.acquire();
-    let secondIn = false;
-    const secondTurn = second.acquire().then(() => (secondIn = true));
-    await sleep(20);
-    expect(secondIn).toBe(false);
+    const secondTurn = second.acquire();
+    await expectStillWaiting(secondTurn);
     first.release();
     await secondTurn;
     // Now the first side waits, and a release by a side that does not hold it changes nothing.
-    let firstIn = false;
-    const firstTurn = first.acquire().then(() => (firstIn = true));
+    const firstTurn = first.acquire();
     first.release();
-    await sleep(20);
-    expect(firstIn).toBe(false);
+    await expectStillWaiting(firstTurn);
     second.release();
     await firstTurn;
     first.release();
@@ -33,17 +37,13 @@ describe('the SQLite write lock the HTTP threads share', () => {
       workerData: lock.shared,
     });
     try {
-      let acquired = false;
-      const turn = once(thread, 'message').then(() => (acquired = true));
-      await sleep(100);
-      expect(acquired).toBe(false);
+      const turn = once(thread, 'message');
+      await expectStillWaiting(turn, 100);
       lock.release();
       await turn;
       // The other thread holds it now: this side waits, its timers running meanwhile.
-      let mine = false;
-      const myTurn = lock.acquire().then(() => (mine = true));
-      await sleep(20);
-      expect(mine).toBe(false);
+      const myTurn = lock.acquire();
+      await expectStillWaiting(myTurn);
       thread.postMessage('release');
       await myTurn;
       lock.release();
