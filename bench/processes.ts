@@ -1,5 +1,5 @@
 import { type ChildProcess, fork } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 
 /** A child process we measure: its port and a way to read its peak resident memory. */
@@ -12,6 +12,11 @@ export interface MeasuredProcess {
   resetPeakRss(): void;
   /** CPU time the process has used so far, all its threads, user and system, in seconds. */
   cpuSeconds(): number;
+  /**
+   * The part of `cpuSeconds` spent on libuv's thread pool (threads named `libuv-worker`), where
+   * Argon2id runs: a sign-in's CPU splits into the hash and everything around it.
+   */
+  threadPoolCpuSeconds(): number;
   stop(): Promise<void>;
 }
 
@@ -28,6 +33,12 @@ export function freePort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
+}
+
+/** User and system time from a /proc `stat` file (fields 14 and 15, after the command name). */
+function cpuSecondsOf(statFile: string): number {
+  const fields = readFileSync(statFile, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
 }
 
 /** Starts `script` with PORT in its environment and waits until `readyPath` answers 200. */
@@ -69,10 +80,19 @@ export async function startProcess(
       return Math.round(kilobytes / 1024);
     },
     resetPeakRss: () => writeFileSync(`/proc/${child.pid}/clear_refs`, '5'),
-    cpuSeconds: () => {
-      // Fields 14 and 15 of /proc/<pid>/stat, after the parenthesised command name.
-      const fields = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+    cpuSeconds: () => cpuSecondsOf(`/proc/${child.pid}/stat`),
+    threadPoolCpuSeconds: () => {
+      let seconds = 0;
+      for (const thread of readdirSync(`/proc/${child.pid}/task`)) {
+        try {
+          const task = `/proc/${child.pid}/task/${thread}`;
+          if (readFileSync(`${task}/comm`, 'utf8').trim() === 'libuv-worker')
+            seconds += cpuSecondsOf(`${task}/stat`);
+        } catch {
+          // the thread ended between the listing and the read
+        }
+      }
+      return seconds;
     },
     stop: () =>
       new Promise<void>((resolve) => {
