@@ -17,6 +17,8 @@ export interface MeasuredProcess {
    * Argon2id runs: a sign-in's CPU splits into the hash and everything around it.
    */
   threadPoolCpuSeconds(): number;
+  /** The process's memory map with each mapping's resident size (Linux: /proc/<pid>/smaps). */
+  memoryMap(): string;
   stop(): Promise<void>;
 }
 
@@ -94,6 +96,7 @@ export async function startProcess(
       }
       return seconds;
     },
+    memoryMap: () => readFileSync(`/proc/${child.pid}/smaps`, 'utf8'),
     stop: () =>
       new Promise<void>((resolve) => {
         child.once('exit', () => resolve());

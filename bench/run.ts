@@ -217,8 +217,27 @@ async function runScenarios(
       record(`${scenario.name}${suffix}`, connections, result, service.peakRssMb(), {
         cpuSeconds: service.cpuSeconds() - cpuBefore,
       });
+      keepMemoryMapIfOverTarget(service, `${scenario.name}${suffix}`);
     }
   }
+}
+
+/** The peak-RSS target of the read scenarios (issue: ≤ 256 MB). */
+const RSS_TARGET_MB = 256;
+let memoryMapKept = false;
+
+/**
+ * The first time a scenario peaks over the RSS target, keeps the service's memory map
+ * (/proc/<pid>/smaps) beside the results: which mappings hold the extra memory (V8's heap
+ * pages, an allocator's arenas, code) is what tells a rare outlier's cause.
+ */
+function keepMemoryMapIfOverTarget(service: MeasuredProcess, scenario: string) {
+  if (memoryMapKept || service.peakRssMb() <= RSS_TARGET_MB) return;
+  memoryMapKept = true;
+  mkdirSync(join(import.meta.dirname, 'results'), { recursive: true });
+  const file = join(import.meta.dirname, 'results', `memory-map-${dialect}.txt`);
+  writeFileSync(file, `# after "${scenario}", peak RSS ${service.peakRssMb()} MB\n${service.memoryMap()}`);
+  console.log(`  (over ${RSS_TARGET_MB} MB: the service's memory map is in ${file})`);
 }
 
 /** Login throughput against the raw Argon2id verify rate, and uniform timing of refusals. */
