@@ -12,11 +12,22 @@ export function assertNodeVersion(version: string = process.versions.node): void
 
 /**
  * V8 options the service runs with (`npm start` passes them; the benchmark starts the service
- * with the same). A 4 MB semi-space keeps the young generation small: the request path allocates
- * short-lived objects only, so a larger nursery bought no throughput on this machine kind but
- * cost about 50 MB of resident memory under load (docs/performance.md).
+ * with the same; docs/performance.md has the measurements). They apply to every thread's heap.
+ * - A 4 MB semi-space keeps the young generation small: the request path allocates short-lived
+ *   objects only, so a larger nursery bought no throughput on this machine kind but cost about
+ *   50 MB of resident memory under load.
+ * - A 1 GiB old generation, about 25 times the service's live data. The limit matters less
+ *   than what V8 derives from it: after each full collection it lets the heap grow by a factor
+ *   of the live data, up to 4 when the maximum is 2 GiB or more (as by default on this machine
+ *   kind, 24 GiB), at most 2 below that. Under write load a thread promotes objects steadily, and
+ *   now and then V8 chose the factor 4: +100 MB for the rest of the run, in one benchmark run of
+ *   three to twenty. With the cap the largest step between two collections fell from 3.2–4.1 to
+ *   2.1–2.4 times, and the read scenarios peaked at 235–254 MB instead of up to 349.
  */
-export const SERVICE_NODE_OPTIONS: readonly string[] = ['--max-semi-space-size=4'];
+export const SERVICE_NODE_OPTIONS: readonly string[] = [
+  '--max-semi-space-size=4',
+  '--max-old-space-size=1024',
+];
 
 /**
  * Environment the service process starts with (the start script sets it; the benchmark too).
