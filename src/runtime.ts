@@ -20,9 +20,9 @@ export function assertNodeVersion(version: string = process.versions.node): void
  *   than what V8 derives from it: after each full collection it lets the heap grow by a factor
  *   of the live data, up to 4 when the maximum is 2 GiB or more (as by default on this machine
  *   kind, 24 GiB), at most 2 below that. Under write load a thread promotes objects steadily, and
- *   now and then V8 chose the factor 4: +100 MB for the rest of the run, in one benchmark run of
- *   three to twenty. With the cap the largest step between two collections fell from 3.2–4.1 to
- *   2.1–2.4 times, and the read scenarios peaked at 235–254 MB instead of up to 349.
+ *   V8 came to choose the factor 4: the process then kept about 100 MB more for the rest of the
+ *   run. With the cap the largest step between two collections fell from 3.2–4.1 to 2.1–2.4
+ *   times, and no benchmark scenario before the sign-ins passed 278 MB (up to 399 without).
  */
 export const SERVICE_NODE_OPTIONS: readonly string[] = [
   '--max-semi-space-size=4',
