@@ -214,10 +214,11 @@ async function runScenarios(
       service.resetPeakRss();
       const cpuBefore = service.cpuSeconds();
       const result = await runLoad(load);
-      record(`${scenario.name}${suffix}`, connections, result, service.peakRssMb(), {
+      const peakRssMb = service.peakRssMb();
+      record(`${scenario.name}${suffix}`, connections, result, peakRssMb, {
         cpuSeconds: service.cpuSeconds() - cpuBefore,
       });
-      keepMemoryMapIfOverTarget(service, `${scenario.name}${suffix}`);
+      keepMemoryMapIfOverTarget(service, `${scenario.name}${suffix}`, peakRssMb);
     }
   }
 }
@@ -231,13 +232,19 @@ let memoryMapKept = false;
  * (/proc/<pid>/smaps) beside the results: which mappings hold the extra memory (V8's heap
  * pages, an allocator's arenas, code) is what tells a rare outlier's cause.
  */
-function keepMemoryMapIfOverTarget(service: MeasuredProcess, scenario: string) {
-  if (memoryMapKept || service.peakRssMb() <= RSS_TARGET_MB) return;
+function keepMemoryMapIfOverTarget(service: MeasuredProcess, scenario: string, peakRssMb: number) {
+  if (memoryMapKept || peakRssMb <= RSS_TARGET_MB) return;
   memoryMapKept = true;
-  mkdirSync(join(import.meta.dirname, 'results'), { recursive: true });
-  const file = join(import.meta.dirname, 'results', `memory-map-${dialect}.txt`);
-  writeFileSync(file, `# after "${scenario}", peak RSS ${service.peakRssMb()} MB\n${service.memoryMap()}`);
+  const file = resultsFile(`memory-map-${dialect}.txt`);
+  writeFileSync(file, `# after "${scenario}", peak RSS ${peakRssMb} MB\n${service.memoryMap()}`);
   console.log(`  (over ${RSS_TARGET_MB} MB: the service's memory map is in ${file})`);
+}
+
+/** A file in bench/results (created on first use; not committed). */
+function resultsFile(name: string): string {
+  const directory = join(import.meta.dirname, 'results');
+  mkdirSync(directory, { recursive: true });
+  return join(directory, name);
 }
 
 /** Login throughput against the raw Argon2id verify rate, and uniform timing of refusals. */
@@ -366,8 +373,7 @@ function printSummary() {
       `| ${r.scenario} | ${r.connections} | ${r.requestsPerSecond} | ${r.p50} | ${r.p95} | ${r.p99} | ${r.non2xx} | ${r.ratio} | ${r.peakRssMb ?? ''} | ${r.cpuMicrosPerRequest ?? ''} |`,
     );
   }
-  mkdirSync(join(import.meta.dirname, 'results'), { recursive: true });
-  const file = join(import.meta.dirname, 'results', `latest-${dialect}.json`);
+  const file = resultsFile(`latest-${dialect}.json`);
   writeFileSync(
     file,
     JSON.stringify(
