@@ -49,6 +49,8 @@ interface ScenarioResult extends LoadResult {
   readonly scenario: string;
   readonly connections: number;
   readonly ratio: number;
+  /** What the ratio is to: the baseline's or the raw Argon2id loop's rate, measured just before. */
+  readonly reference: Reference;
   readonly peakRssMb: number | null;
   /** The service's CPU time (all threads) per answered request, in microseconds. */
   readonly cpuMicrosPerRequest: number | null;
@@ -56,8 +58,14 @@ interface ScenarioResult extends LoadResult {
   readonly threadPoolCpuMicrosPerRequest: number | null;
 }
 
+interface Reference {
+  readonly name: 'baseline' | 'raw Argon2id';
+  readonly requestsPerSecond: number;
+}
+
 const results: ScenarioResult[] = [];
-const baselines = new Map<number, number>();
+/** The bare Fastify server, kept running: each scenario's ratio is to a run of it just before. */
+let baseline: MeasuredProcess;
 let clientAddressCounter = 0;
 /** Every login request comes from its own address (named by a trusted caller), so the 10/min
  * authentication budget, which stays in force, never throttles the benchmark. */
@@ -74,26 +82,23 @@ async function main(): Promise<void> {
   console.log(
     `Portcullis benchmark: ${dialect}, ${durationSeconds} s per run, ${cpus().length} CPUs, ${Math.round(totalmem() / 2 ** 30)} GiB`,
   );
-  const baseline = await startProcess(
+  baseline = await startProcess(
     join(import.meta.dirname, 'baseline-server.ts'),
     process.env,
     'BASELINE_PORT',
     '/',
   );
-  for (const connections of CONNECTIONS) {
-    await runLoad({ url: `http://127.0.0.1:${baseline.port}/`, connections, durationSeconds: warmupSeconds });
-    const cpuBefore = baseline.cpuSeconds();
-    const result = await runLoad({ url: `http://127.0.0.1:${baseline.port}/`, connections, durationSeconds });
-    baselines.set(connections, result.requestsPerSecond);
-    record('baseline (bare Fastify)', connections, result, null, {
-      cpuSeconds: baseline.cpuSeconds() - cpuBefore,
-    });
-  }
-  await baseline.stop();
-
   const { databaseUrl, cleanup } = await prepareDatabase();
   const service = await startService(databaseUrl);
   try {
+    for (const connections of CONNECTIONS) {
+      const cpuBefore = baseline.cpuSeconds();
+      const result = await runBaseline(connections);
+      record('baseline (bare Fastify)', connections, result, null, {
+        reference: { requestsPerSecond: result.requestsPerSecond, name: 'baseline' },
+        cpuSeconds: baseline.cpuSeconds() - cpuBefore,
+      });
+    }
     const base = `http://127.0.0.1:${service.port}`;
     const seed = await seedThroughApi(base);
     await runScenarios(service, base, seed, '');
@@ -107,6 +112,7 @@ async function main(): Promise<void> {
     if (selected('login')) await measureLogin(service, base, seed);
   } finally {
     await service.stop();
+    await baseline.stop();
     cleanup();
   }
   printSummary();
@@ -210,12 +216,14 @@ async function runScenarios(
         console.log(`- ${scenario.name}: not available in this build (its seed could not be created)`);
         break;
       }
+      const floor = await runBaseline(connections);
       await runLoad({ ...load, durationSeconds: warmupSeconds });
       service.resetPeakRss();
       const cpuBefore = service.cpuSeconds();
       const result = await runLoad(load);
       const peakRssMb = service.peakRssMb();
       record(`${scenario.name}${suffix}`, connections, result, peakRssMb, {
+        reference: { requestsPerSecond: floor.requestsPerSecond, name: 'baseline' },
         cpuSeconds: service.cpuSeconds() - cpuBefore,
       });
       keepMemoryMapIfOverTarget(service, `${scenario.name}${suffix}`, peakRssMb);
@@ -249,11 +257,7 @@ function resultsFile(name: string): string {
 
 /** Login throughput against the raw Argon2id verify rate, and uniform timing of refusals. */
 async function measureLogin(service: MeasuredProcess, base: string, seed: Seed) {
-  const { rate: rawRate, cpuMicrosPerVerify } = await measureRawArgon2Rate();
-  console.log(
-    `\nRaw Argon2id verify rate (same parameters, ${availableParallelism()} in flight): ${rawRate}/s, ` +
-      `${cpuMicrosPerVerify} µs of CPU per verify`,
-  );
+  console.log('');
   const login = (email: string, password: string, connections: number) => ({
     url: `${base}/api/auth/login`,
     method: 'POST' as const,
@@ -265,6 +269,7 @@ async function measureLogin(service: MeasuredProcess, base: string, seed: Seed) 
   for (const connections of CONNECTIONS) {
     await runLoad({ ...login(ADMIN.email, ADMIN.password, connections), durationSeconds: warmupSeconds });
     await drainBacklog();
+    const rawRate = await measureRawArgon2Rate();
     service.resetPeakRss();
     const cpuBefore = service.cpuSeconds();
     const threadPoolBefore = service.threadPoolCpuSeconds();
@@ -272,7 +277,7 @@ async function measureLogin(service: MeasuredProcess, base: string, seed: Seed) 
     record('login (correct password)', connections, result, service.peakRssMb(), {
       cpuSeconds: service.cpuSeconds() - cpuBefore,
       threadPoolCpuSeconds: service.threadPoolCpuSeconds() - threadPoolBefore,
-      reference: rawRate,
+      reference: { requestsPerSecond: rawRate, name: 'raw Argon2id' },
     });
   }
   // The two refusals alternate on the same 32 connections, so both see the same machine, the
@@ -289,10 +294,15 @@ async function measureLogin(service: MeasuredProcess, base: string, seed: Seed) 
   const refusalLoad = login(ADMIN.email, 'a wrong password', 32);
   await runInterleaved({ ...refusalLoad, durationSeconds: warmupSeconds }, refusalBodies);
   await drainBacklog();
+  // Each kind gets half of the answers, so half the raw rate is its reference.
+  const halfRawRate = {
+    requestsPerSecond: (await measureRawArgon2Rate()) / 2,
+    name: 'raw Argon2id',
+  } as const;
   const refusals = await runInterleaved(refusalLoad, refusalBodies);
   const [wrong, unknown] = refusals as [LoadResult, LoadResult];
-  record('login (wrong password, 401)', 32, wrong, service.peakRssMb(), { reference: rawRate / 2 });
-  record('login (unknown email, 401)', 32, unknown, service.peakRssMb(), { reference: rawRate / 2 });
+  record('login (wrong password, 401)', 32, wrong, service.peakRssMb(), { reference: halfRawRate });
+  record('login (unknown email, 401)', 32, unknown, service.peakRssMb(), { reference: halfRawRate });
   const difference = Math.abs(wrong.p50 - unknown.p50) / Math.max(wrong.p50, unknown.p50);
   console.log(
     `Median time, wrong password vs unknown email: ${wrong.p50} ms vs ${unknown.p50} ms (${(difference * 100).toFixed(1)} % apart)`,
@@ -313,8 +323,12 @@ function drainBacklog(): Promise<void> {
 /** Longer than the service takes to verify what 128 abandoned sign-ins left in flight. */
 const BACKLOG_DRAIN_MS = 5_000;
 
-/** Verifies per second, and the CPU time (this process, all threads) one verify takes. */
-async function measureRawArgon2Rate(): Promise<{ rate: number; cpuMicrosPerVerify: number }> {
+/**
+ * Verifies per second of the same parameters, two (one per core) in flight, in this process while
+ * the service is idle, just before the run it is compared with (the machine's speed drifts). Prints
+ * it with the CPU time (this process, all threads) one verify takes.
+ */
+async function measureRawArgon2Rate(): Promise<number> {
   const stored = await hash(ADMIN.password, PASSWORD_HASH_PARAMETERS);
   const inFlight = availableParallelism();
   const until = Date.now() + durationSeconds * 1000;
@@ -329,16 +343,25 @@ async function measureRawArgon2Rate(): Promise<{ rate: number; cpuMicrosPerVerif
     }),
   );
   const cpu = process.cpuUsage(cpuBefore);
-  return {
-    rate: Math.round(count / durationSeconds),
-    cpuMicrosPerVerify: Math.round((cpu.user + cpu.system) / count),
-  };
+  const rate = Math.round(count / durationSeconds);
+  console.log(
+    `Raw Argon2id verify rate (same parameters, ${inFlight} in flight): ${rate}/s, ` +
+      `${Math.round((cpu.user + cpu.system) / count)} µs of CPU per verify`,
+  );
+  return rate;
+}
+
+/** A warm-up and a measured run of the bare Fastify server at `connections`. */
+async function runBaseline(connections: number): Promise<LoadResult> {
+  const url = `http://127.0.0.1:${baseline.port}/`;
+  await runLoad({ url, connections, durationSeconds: warmupSeconds });
+  return runLoad({ url, connections, durationSeconds });
 }
 
 /**
- * Prints and keeps one run. `reference`: the rate to compare with (default: the baseline at the
- * same connection count). `cpuSeconds`: the service's CPU time during the run, reported per
- * request, which moves far less than throughput between runs on a noisy machine.
+ * Prints and keeps one run. `reference`: the rate it is compared with, measured just before it.
+ * `cpuSeconds`: the service's CPU time during the run, reported per request, which moves far
+ * less than throughput between runs on a noisy machine.
  */
 function record(
   scenario: string,
@@ -349,16 +372,16 @@ function record(
     reference,
     cpuSeconds,
     threadPoolCpuSeconds,
-  }: { reference?: number; cpuSeconds?: number; threadPoolCpuSeconds?: number } = {},
+  }: { reference: Reference; cpuSeconds?: number; threadPoolCpuSeconds?: number },
 ) {
   const perRequest = (seconds: number | undefined) =>
     seconds === undefined || result.total === 0 ? null : Math.round((seconds * 1e6) / result.total);
-  const floor = reference ?? baselines.get(connections) ?? result.requestsPerSecond;
   const entry: ScenarioResult = {
     scenario,
     connections,
     ...result,
-    ratio: Math.round((result.requestsPerSecond / floor) * 1000) / 1000,
+    ratio: Math.round((result.requestsPerSecond / reference.requestsPerSecond) * 1000) / 1000,
+    reference,
     peakRssMb,
     cpuMicrosPerRequest: perRequest(cpuSeconds),
     threadPoolCpuMicrosPerRequest: perRequest(threadPoolCpuSeconds),
@@ -367,7 +390,7 @@ function record(
   console.log(
     `${scenario.padEnd(34)} c=${String(connections).padStart(3)}  ${String(result.requestsPerSecond).padStart(7)} req/s  ` +
       `p50 ${result.p50} p95 ${result.p95} p99 ${result.p99} ms  non-2xx ${result.non2xx}  ` +
-      `ratio ${entry.ratio}${reference === undefined ? '' : ' (to raw Argon2)'}${peakRssMb === null ? '' : `  peak RSS ${peakRssMb} MB`}` +
+      `ratio ${entry.ratio} (to ${reference.name} ${Math.round(reference.requestsPerSecond)}/s)${peakRssMb === null ? '' : `  peak RSS ${peakRssMb} MB`}` +
       `${entry.cpuMicrosPerRequest === null ? '' : `  CPU ${entry.cpuMicrosPerRequest} µs/req`}` +
       `${entry.threadPoolCpuMicrosPerRequest === null ? '' : ` (thread pool: ${entry.threadPoolCpuMicrosPerRequest})`}`,
   );
@@ -375,12 +398,12 @@ function record(
 
 function printSummary() {
   console.log(
-    '\n| scenario | conns | req/s | p50 ms | p95 ms | p99 ms | non-2xx | ratio | peak RSS MB | CPU µs/req |',
+    '\n| scenario | conns | req/s | p50 ms | p95 ms | p99 ms | non-2xx | ratio | reference req/s | peak RSS MB | CPU µs/req |',
   );
-  console.log('|---|---|---|---|---|---|---|---|---|---|');
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|');
   for (const r of results) {
     console.log(
-      `| ${r.scenario} | ${r.connections} | ${r.requestsPerSecond} | ${r.p50} | ${r.p95} | ${r.p99} | ${r.non2xx} | ${r.ratio} | ${r.peakRssMb ?? ''} | ${r.cpuMicrosPerRequest ?? ''} |`,
+      `| ${r.scenario} | ${r.connections} | ${r.requestsPerSecond} | ${r.p50} | ${r.p95} | ${r.p99} | ${r.non2xx} | ${r.ratio} | ${Math.round(r.reference.requestsPerSecond)} | ${r.peakRssMb ?? ''} | ${r.cpuMicrosPerRequest ?? ''} |`,
     );
   }
   const file = resultsFile(`latest-${dialect}.json`);
