@@ -38,7 +38,17 @@ export interface StepContext {
   setTarget(id: string | null): void;
   /** Work to do once the transaction has committed (mail, cache invalidation); never fails the command. */
   afterCommit(effect: () => void | Promise<void>): void;
+  /** Whether the caller still awaits the answer (its connection is open): slow work it no longer
+   * awaits, such as a queued password check, can be dropped. */
+  callerConnected(): boolean;
 }
+
+/** What the transport tells a command about its caller (`StepContext.callerConnected`). */
+export interface CallerState {
+  readonly callerConnected: () => boolean;
+}
+
+const ALWAYS_CONNECTED: CallerState = { callerConnected: () => true };
 
 export interface ExecuteContext extends StepContext {
   readonly tx: Tx;
@@ -88,6 +98,7 @@ export class CommandRunner {
     command: Command<Input, Output, Prepared>,
     input: Input,
     actor: Actor | null,
+    caller: CallerState = ALWAYS_CONNECTED,
   ): Promise<Output> {
     let targetId: string | null = null;
     const effects: Array<() => void | Promise<void>> = [];
@@ -102,6 +113,7 @@ export class CommandRunner {
       afterCommit: (effect) => {
         effects.push(effect);
       },
+      callerConnected: caller.callerConnected,
     };
     const audit = (succeeded: boolean, failureReason: string | null): AuditRecord => ({
       actorId: actor?.id ?? null,

@@ -1,10 +1,35 @@
 import type { MessagePort } from 'node:worker_threads';
 import { answerCalls, portCaller } from '../threads/port-calls.ts';
 
+/**
+ * What became of work given to a bound: it ran (`value`), no slot came in time (`busy`), or by the
+ * time one came its caller had gone (`abandoned`) and it did not run.
+ */
+export type BoundOutcome<T> = { readonly value: T } | { readonly busy: true } | { readonly abandoned: true };
+
 /** Runs work under a bound on how much of it runs at once. */
 export interface Bound {
-  /** Runs `work` under the bound, or returns `{ busy: true }` when no slot came within `waitMs`. */
-  run<T>(work: () => Promise<T>, waitMs: number): Promise<{ busy: false; value: T } | { busy: true }>;
+  /**
+   * Runs `work` under the bound, unless no slot comes within `waitMs`, or `stillWanted` (asked
+   * once a slot has come) says its caller has gone: a slot is not spent on work nobody awaits.
+   */
+  run<T>(work: () => Promise<T>, waitMs: number, stillWanted?: () => boolean): Promise<BoundOutcome<T>>;
+}
+
+/** Runs `work` in a slot just acquired (or not: `granted`), and gives the slot back after. */
+async function runInSlot<T>(
+  granted: boolean,
+  work: () => Promise<T>,
+  stillWanted: (() => boolean) | undefined,
+  release: () => void,
+): Promise<BoundOutcome<T>> {
+  if (!granted) return { busy: true };
+  try {
+    if (stillWanted !== undefined && !stillWanted()) return { abandoned: true };
+    return { value: await work() };
+  } finally {
+    release();
+  }
 }
 
 /**
@@ -23,14 +48,12 @@ export class ConcurrencyBound implements Bound {
     this.#limit = limit;
   }
 
-  /** Runs `work` under the bound, or returns `{ busy: true }` when no slot came within `waitMs`. */
-  async run<T>(work: () => Promise<T>, waitMs: number): Promise<{ busy: false; value: T } | { busy: true }> {
-    if (!(await this.acquire(waitMs))) return { busy: true };
-    try {
-      return { busy: false, value: await work() };
-    } finally {
-      this.release();
-    }
+  async run<T>(
+    work: () => Promise<T>,
+    waitMs: number,
+    stillWanted?: () => boolean,
+  ): Promise<BoundOutcome<T>> {
+    return runInSlot(await this.acquire(waitMs), work, stillWanted, () => this.release());
   }
 
   /** Takes a slot (true), or gives up after `waitMs` (false). A slot taken must be released. */
@@ -85,13 +108,8 @@ export function serveBound(bound: ConcurrencyBound, port: MessagePort): void {
 export function remoteBound(port: MessagePort): Bound {
   const slots = portCaller<SlotRequest, boolean>(port);
   return {
-    async run(work, waitMs) {
-      if (!(await slots.call({ waitMs }))) return { busy: true };
-      try {
-        return { busy: false, value: await work() };
-      } finally {
-        slots.tell({ release: true });
-      }
+    async run(work, waitMs, stillWanted) {
+      return runInSlot(await slots.call({ waitMs }), work, stillWanted, () => slots.tell({ release: true }));
     },
   };
 }

@@ -23,6 +23,8 @@ export const PASSWORD_HASH_PARAMETERS = Object.freeze({
 /** How long a check may wait for a slot before the caller gets 503 (DECISIONS §3, §7). */
 export const CREDENTIAL_CHECK_WAIT_MS = 10_000;
 export const BUSY_RETRY_AFTER_SECONDS = 5;
+/** The audit entry's reason when a check was dropped because its caller had gone (never sent). */
+export const CALLER_GONE = 'The caller went away before its credentials were checked.';
 
 export interface PasswordVerdict {
   readonly valid: boolean;
@@ -55,8 +57,9 @@ export class PasswordHasher {
     return this.runBounded(() => hash(password, PASSWORD_HASH_PARAMETERS));
   }
 
-  async verify(storedHash: string, password: string): Promise<PasswordVerdict> {
-    const valid = await this.runBounded(() => verify(storedHash, password).catch(() => false));
+  /** `stillWanted`: see `runBounded`. */
+  async verify(storedHash: string, password: string, stillWanted?: () => boolean): Promise<PasswordVerdict> {
+    const valid = await this.runBounded(() => verify(storedHash, password).catch(() => false), stillWanted);
     return { valid, needsRehash: valid && hashNeedsUpgrade(storedHash) };
   }
 
@@ -64,9 +67,9 @@ export class PasswordHasher {
    * Spends one full verification against a fixed decoy hash. Unknown and locked accounts take
    * this path so that their answer takes as long as a wrong password does.
    */
-  async verifyDecoy(password: string): Promise<void> {
+  async verifyDecoy(password: string, stillWanted?: () => boolean): Promise<void> {
     const decoy = await this.#decoy();
-    await this.runBounded(() => verify(decoy, password).catch(() => false));
+    await this.runBounded(() => verify(decoy, password).catch(() => false), stillWanted);
   }
 
   /**
@@ -77,10 +80,16 @@ export class PasswordHasher {
     await this.#decoy();
   }
 
-  /** Runs a credential check under the bound; 503 (with Retry-After) when no slot comes in 10 s. */
-  async runBounded<T>(work: () => Promise<T>): Promise<T> {
-    const outcome = await this.#bound.run(work, CREDENTIAL_CHECK_WAIT_MS);
-    if (outcome.busy) {
+  /**
+   * Runs a credential check under the bound; 503 (with Retry-After) when no slot comes in 10 s.
+   * `stillWanted` is asked when the slot comes: a check whose caller has gone meanwhile (a client
+   * that gave up waiting) is not run, so a queue of abandoned sign-ins costs no hashes while the
+   * callers still waiting behind it get their turn sooner.
+   */
+  async runBounded<T>(work: () => Promise<T>, stillWanted?: () => boolean): Promise<T> {
+    const outcome = await this.#bound.run(work, CREDENTIAL_CHECK_WAIT_MS, stillWanted);
+    if ('abandoned' in outcome) throw new Refusal(CALLER_GONE);
+    if ('busy' in outcome) {
       throw new Refusal('The service is busy verifying credentials. Try again shortly.', {
         'retry-after': String(BUSY_RETRY_AFTER_SECONDS),
       });

@@ -19,7 +19,7 @@ parentPort!.on('message', (command: string) => {
   } else if (command === 'try') {
     void bound
       .run(async () => 'ran', 20)
-      .then((outcome) => parentPort!.postMessage(outcome.busy ? 'busy' : 'ran'));
+      .then((outcome) => parentPort!.postMessage('busy' in outcome ? 'busy' : 'ran'));
   } else {
     parentPort!.close();
   }

@@ -19,7 +19,7 @@ describe('ConcurrencyBound', () => {
     };
     const results = await Promise.all([1, 2, 3, 4, 5].map((id) => bound.run(work(id), 1_000)));
     expect(peak).toBe(2);
-    expect(results.every((result) => !result.busy)).toBe(true);
+    expect(results.every((result) => 'value' in result)).toBe(true);
     expect(order.slice(2)).toEqual([3, 4, 5]);
   });
 
@@ -32,7 +32,40 @@ describe('ConcurrencyBound', () => {
     release();
     await holder;
     // The timed-out waiter gave its place up: the next caller gets the slot at once.
-    expect(await bound.run(async () => 'ran', 20)).toEqual({ busy: false, value: 'ran' });
+    expect(await bound.run(async () => 'ran', 20)).toEqual({ value: 'ran' });
+  });
+});
+
+describe('work whose caller has gone', () => {
+  it('does not run when its slot comes, and the slot passes straight on to the next waiter', async () => {
+    const bound = new ConcurrencyBound(1);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const holder = bound.run(() => held, 1_000);
+    let callerConnected = true;
+    const ran: string[] = [];
+    const abandoned = bound.run(
+      async () => ran.push('abandoned'),
+      1_000,
+      () => callerConnected,
+    );
+    const next = bound.run(async () => ran.push('next'), 1_000);
+    callerConnected = false;
+    release();
+    expect(await abandoned).toEqual({ abandoned: true });
+    expect(await next).toEqual({ value: 1 });
+    expect(ran).toEqual(['next']);
+    await holder;
+  });
+
+  it('runs when its caller is still there', async () => {
+    expect(
+      await new ConcurrencyBound(1).run(
+        async () => 'ran',
+        1_000,
+        () => true,
+      ),
+    ).toEqual({ value: 'ran' });
   });
 });
 
@@ -55,7 +88,7 @@ describe('one bound for every HTTP thread (spec §Authentication 10)', () => {
       expect(await reply()).toBe('busy');
       // Given back, the slot serves this thread; held here, the other thread is told busy.
       thread.postMessage('release');
-      expect(await bound.run(async () => 'ran', 1_000)).toEqual({ busy: false, value: 'ran' });
+      expect(await bound.run(async () => 'ran', 1_000)).toEqual({ value: 'ran' });
       let releaseHere!: () => void;
       const heldHere = bound.run(() => new Promise<void>((resolve) => (releaseHere = resolve)), 1_000);
       thread.postMessage('try');

@@ -46,10 +46,10 @@ export function loginCommand(
       if (person === null || locked || person.password_hash === null) {
         // Unknown, refused and locked accounts cost one Argon2 verification like a wrong
         // password does, so the answer's timing does not tell them apart.
-        await passwords.verifyDecoy(body.password);
+        await passwords.verifyDecoy(body.password, context.callerConnected);
         return { person, passwordValid: false, locked, rehash: null };
       }
-      const verdict = await passwords.verify(person.password_hash, body.password);
+      const verdict = await passwords.verify(person.password_hash, body.password, context.callerConnected);
       const rehash = verdict.needsRehash ? await passwords.hash(body.password) : null;
       return { person, passwordValid: verdict.valid, locked: false, rehash };
     },
