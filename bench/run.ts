@@ -93,7 +93,7 @@ async function main(): Promise<void> {
   try {
     for (const connections of CONNECTIONS) {
       const cpuBefore = baseline.cpuSeconds();
-      const result = await runBaseline(connections);
+      const result = await runBaseline(connections, service);
       record('baseline (bare Fastify)', connections, result, null, {
         reference: { requestsPerSecond: result.requestsPerSecond, name: 'baseline' },
         cpuSeconds: baseline.cpuSeconds() - cpuBefore,
@@ -216,7 +216,7 @@ async function runScenarios(
         console.log(`- ${scenario.name}: not available in this build (its seed could not be created)`);
         break;
       }
-      const floor = await runBaseline(connections);
+      const floor = await runBaseline(connections, service);
       await runLoad({ ...load, durationSeconds: warmupSeconds });
       service.resetPeakRss();
       const cpuBefore = service.cpuSeconds();
@@ -351,11 +351,34 @@ async function measureRawArgon2Rate(): Promise<number> {
   return rate;
 }
 
-/** A warm-up and a measured run of the bare Fastify server at `connections`. */
-async function runBaseline(connections: number): Promise<LoadResult> {
+/**
+ * A warm-up and a measured run of the bare Fastify server at `connections`, once the service
+ * has finished what the previous run left it (a checkpoint, a collection): the floor is measured
+ * on a quiet machine, as the scenario after it is. Prints what the service still spent meanwhile.
+ */
+async function runBaseline(connections: number, service: MeasuredProcess): Promise<LoadResult> {
+  await serviceQuiet(service);
   const url = `http://127.0.0.1:${baseline.port}/`;
   await runLoad({ url, connections, durationSeconds: warmupSeconds });
-  return runLoad({ url, connections, durationSeconds });
+  const serviceCpuBefore = service.cpuSeconds();
+  const result = await runLoad({ url, connections, durationSeconds });
+  const serviceCpuMs = Math.round((service.cpuSeconds() - serviceCpuBefore) * 1000);
+  if (serviceCpuMs > QUIET_CPU_MS)
+    console.log(`  (the service spent ${serviceCpuMs} ms of CPU during the baseline run)`);
+  return result;
+}
+
+/** Below this much CPU per second the service counts as quiet. */
+const QUIET_CPU_MS = 20;
+
+/** Waits (at most 20 s) until a second passes in which the service spends under 20 ms of CPU. */
+async function serviceQuiet(service: MeasuredProcess): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
+    const before = service.cpuSeconds();
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    if ((service.cpuSeconds() - before) * 1000 < QUIET_CPU_MS) return;
+  }
 }
 
 /**
