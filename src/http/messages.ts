@@ -89,7 +89,7 @@ export const MESSAGE_STATUS = {
   'You have reached the limit for account emails. Try again later.': 429,
   'An email of this kind was sent to this person recently. Try again in a few minutes.': 429,
   // 499, the status proxies log for a request whose client closed the connection first: no
-  // answer is sent, but the failed command's audit entry and the request log name it.
+  // answer reaches anyone, but the failed command's audit entry keeps the reason.
   'The caller went away before its credentials were checked.': 499,
   // 500, 503
   'Internal server error, please try again later': 500,
