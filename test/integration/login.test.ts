@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { connect } from 'node:net';
 import { hashSync, parseOptions } from '@node-rs/argon2';
 import { jwtVerify } from 'jose';
-import { connect } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config/config.ts';
