@@ -92,11 +92,10 @@ async function main(): Promise<void> {
   const service = await startService(databaseUrl);
   try {
     for (const connections of CONNECTIONS) {
-      const cpuBefore = baseline.cpuSeconds();
-      const result = await runBaseline(connections, service);
+      const { result, cpuSeconds } = await runBaseline(connections, service);
       record('baseline (bare Fastify)', connections, result, null, {
         reference: { requestsPerSecond: result.requestsPerSecond, name: 'baseline' },
-        cpuSeconds: baseline.cpuSeconds() - cpuBefore,
+        cpuSeconds,
       });
     }
     const base = `http://127.0.0.1:${service.port}`;
@@ -216,7 +215,7 @@ async function runScenarios(
         console.log(`- ${scenario.name}: not available in this build (its seed could not be created)`);
         break;
       }
-      const floor = await runBaseline(connections, service);
+      const { result: floor } = await runBaseline(connections, service);
       await runLoad({ ...load, durationSeconds: warmupSeconds });
       service.resetPeakRss();
       const cpuBefore = service.cpuSeconds();
@@ -356,17 +355,23 @@ async function measureRawArgon2Rate(): Promise<number> {
  * A warm-up and a measured run of the bare Fastify server at `connections`, once the service
  * has finished what the previous run left it (a checkpoint, a collection): the floor is measured
  * on a quiet machine, as the scenario after it is. Prints what the service still spent meanwhile.
+ * `cpuSeconds`: the baseline server's CPU time during the measured run (not the warm-up).
  */
-async function runBaseline(connections: number, service: MeasuredProcess): Promise<LoadResult> {
+async function runBaseline(
+  connections: number,
+  service: MeasuredProcess,
+): Promise<{ result: LoadResult; cpuSeconds: number }> {
   await serviceQuiet(service);
   const url = `http://127.0.0.1:${baseline.port}/`;
   await runLoad({ url, connections, durationSeconds: warmupSeconds });
+  const baselineCpuBefore = baseline.cpuSeconds();
   const serviceCpuBefore = service.cpuSeconds();
   const result = await runLoad({ url, connections, durationSeconds });
+  const cpuSeconds = baseline.cpuSeconds() - baselineCpuBefore;
   const serviceCpuMs = Math.round((service.cpuSeconds() - serviceCpuBefore) * 1000);
   if (serviceCpuMs > QUIET_CPU_MS)
     console.log(`  (the service spent ${serviceCpuMs} ms of CPU during the baseline run)`);
-  return result;
+  return { result, cpuSeconds };
 }
 
 /** Below this much CPU per second the service counts as quiet. */
