@@ -17,9 +17,20 @@ export interface MeasuredProcess {
    * Argon2id runs: a sign-in's CPU splits into the hash and everything around it.
    */
   threadPoolCpuSeconds(): number;
+  /**
+   * CPU time so far of each HTTP thread, by thread id: Node names the main thread `MainThread`
+   * and every worker thread `WorkerThread` (the service's other HTTP threads, and its SQLite
+   * checkpointer, which spends little).
+   */
+  httpThreadCpuSeconds(): Map<number, ThreadCpu>;
   /** The process's memory map with each mapping's resident size (Linux: /proc/<pid>/smaps). */
   memoryMap(): string;
   stop(): Promise<void>;
+}
+
+export interface ThreadCpu {
+  readonly name: string;
+  readonly seconds: number;
 }
 
 /** Linux's USER_HZ, the unit of /proc/<pid>/stat's times: 100 on every mainstream kernel. */
@@ -41,6 +52,21 @@ export function freePort(): Promise<number> {
 function cpuSecondsOf(statFile: string): number {
   const fields = readFileSync(statFile, 'utf8').split(') ')[1]!.split(' ');
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+}
+
+/** CPU time so far of each thread of `pid` whose name (/proc's `comm`) is one of `names`. */
+function threadsNamed(pid: number, names: readonly string[]): Map<number, ThreadCpu> {
+  const threads = new Map<number, ThreadCpu>();
+  for (const thread of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const task = `/proc/${pid}/task/${thread}`;
+      const name = readFileSync(`${task}/comm`, 'utf8').trim();
+      if (names.includes(name)) threads.set(Number(thread), { name, seconds: cpuSecondsOf(`${task}/stat`) });
+    } catch {
+      // the thread ended between the listing and the read
+    }
+  }
+  return threads;
 }
 
 /** Starts `script` with PORT in its environment and waits until `readyPath` answers 200. */
@@ -85,17 +111,10 @@ export async function startProcess(
     cpuSeconds: () => cpuSecondsOf(`/proc/${child.pid}/stat`),
     threadPoolCpuSeconds: () => {
       let seconds = 0;
-      for (const thread of readdirSync(`/proc/${child.pid}/task`)) {
-        try {
-          const task = `/proc/${child.pid}/task/${thread}`;
-          if (readFileSync(`${task}/comm`, 'utf8').trim() === 'libuv-worker')
-            seconds += cpuSecondsOf(`${task}/stat`);
-        } catch {
-          // the thread ended between the listing and the read
-        }
-      }
+      for (const thread of threadsNamed(child.pid!, ['libuv-worker']).values()) seconds += thread.seconds;
       return seconds;
     },
+    httpThreadCpuSeconds: () => threadsNamed(child.pid!, ['MainThread', 'WorkerThread']),
     memoryMap: () => readFileSync(`/proc/${child.pid}/smaps`, 'utf8'),
     stop: () =>
       new Promise<void>((resolve) => {

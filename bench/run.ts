@@ -56,6 +56,17 @@ interface ScenarioResult extends LoadResult {
   readonly cpuMicrosPerRequest: number | null;
   /** The part of it on libuv's thread pool, where Argon2id runs (login runs only). */
   readonly threadPoolCpuMicrosPerRequest: number | null;
+  /**
+   * How busy each HTTP thread was during the run, as a share of one core (MainThread first).
+   * A scenario whose threads are all well under 100 % is bound by waiting (a lock, a message,
+   * the client), not by a core.
+   */
+  readonly httpThreadBusy: readonly ThreadBusy[] | null;
+}
+
+interface ThreadBusy {
+  readonly thread: string;
+  readonly shareOfCore: number;
 }
 
 interface Reference {
@@ -218,12 +229,13 @@ async function runScenarios(
       const { result: floor } = await runBaseline(connections, service);
       await runLoad({ ...load, durationSeconds: warmupSeconds });
       service.resetPeakRss();
-      const cpuBefore = service.cpuSeconds();
-      const result = await runLoad(load);
+      const { result, spent } = await measured(service, () => runLoad(load));
       const peakRssMb = service.peakRssMb();
       record(`${scenario.name}${suffix}`, connections, result, peakRssMb, {
         reference: { requestsPerSecond: floor.requestsPerSecond, name: 'baseline' },
-        cpuSeconds: service.cpuSeconds() - cpuBefore,
+        // The thread pool runs only the sign-ins' hashes: shown for those alone.
+        cpuSeconds: spent.cpuSeconds,
+        httpThreadBusy: spent.httpThreadBusy,
       });
       keepMemoryMapIfOverTarget(service, `${scenario.name}${suffix}`, peakRssMb);
     }
@@ -270,12 +282,11 @@ async function measureLogin(service: MeasuredProcess, base: string, seed: Seed) 
     await drainBacklog();
     const rawRate = await measureRawArgon2Rate();
     service.resetPeakRss();
-    const cpuBefore = service.cpuSeconds();
-    const threadPoolBefore = service.threadPoolCpuSeconds();
-    const result = await runLoad(login(ADMIN.email, ADMIN.password, connections));
+    const { result, spent } = await measured(service, () =>
+      runLoad(login(ADMIN.email, ADMIN.password, connections)),
+    );
     record('login (correct password)', connections, result, service.peakRssMb(), {
-      cpuSeconds: service.cpuSeconds() - cpuBefore,
-      threadPoolCpuSeconds: service.threadPoolCpuSeconds() - threadPoolBefore,
+      ...spent,
       reference: { requestsPerSecond: rawRate, name: 'raw Argon2id' },
     });
   }
@@ -401,7 +412,8 @@ function record(
     reference,
     cpuSeconds,
     threadPoolCpuSeconds,
-  }: { reference: Reference; cpuSeconds?: number; threadPoolCpuSeconds?: number },
+    httpThreadBusy,
+  }: { reference: Reference } & Partial<ServiceSpending>,
 ) {
   const perRequest = (seconds: number | undefined) =>
     seconds === undefined || result.total === 0 ? null : Math.round((seconds * 1e6) / result.total);
@@ -414,6 +426,7 @@ function record(
     peakRssMb,
     cpuMicrosPerRequest: perRequest(cpuSeconds),
     threadPoolCpuMicrosPerRequest: perRequest(threadPoolCpuSeconds),
+    httpThreadBusy: httpThreadBusy ?? null,
   };
   results.push(entry);
   console.log(
@@ -421,8 +434,51 @@ function record(
       `p50 ${result.p50} p95 ${result.p95} p99 ${result.p99} ms  non-2xx ${result.non2xx}  ` +
       `ratio ${entry.ratio} (to ${reference.name} ${Math.round(reference.requestsPerSecond)}/s)${peakRssMb === null ? '' : `  peak RSS ${peakRssMb} MB`}` +
       `${entry.cpuMicrosPerRequest === null ? '' : `  CPU ${entry.cpuMicrosPerRequest} µs/req`}` +
-      `${entry.threadPoolCpuMicrosPerRequest === null ? '' : ` (thread pool: ${entry.threadPoolCpuMicrosPerRequest})`}`,
+      `${entry.threadPoolCpuMicrosPerRequest === null ? '' : ` (thread pool: ${entry.threadPoolCpuMicrosPerRequest})`}` +
+      `${entry.httpThreadBusy === null ? '' : `  HTTP threads busy: ${entry.httpThreadBusy.map(({ thread, shareOfCore }) => `${thread} ${Math.round(shareOfCore * 100)} %`).join(', ')}`}`,
   );
+}
+
+/** What the service spent during one measured run. */
+interface ServiceSpending {
+  /** All its threads, user and system. */
+  readonly cpuSeconds: number;
+  /** The part on libuv's thread pool. */
+  readonly threadPoolCpuSeconds: number;
+  readonly httpThreadBusy: readonly ThreadBusy[];
+}
+
+/** Runs `run` and reads what the service spent meanwhile, in all and per HTTP thread. */
+async function measured<T>(
+  service: MeasuredProcess,
+  run: () => Promise<T>,
+): Promise<{ result: T; spent: ServiceSpending }> {
+  const cpuBefore = service.cpuSeconds();
+  const threadPoolBefore = service.threadPoolCpuSeconds();
+  const threadsBefore = service.httpThreadCpuSeconds();
+  const started = performance.now();
+  const result = await run();
+  const elapsedSeconds = (performance.now() - started) / 1000;
+  const httpThreadBusy = [...service.httpThreadCpuSeconds()]
+    .map(([id, { name, seconds }]) => ({
+      thread: name,
+      shareOfCore:
+        Math.round(((seconds - (threadsBefore.get(id)?.seconds ?? 0)) / elapsedSeconds) * 100) / 100,
+    }))
+    // The main thread first, then the busiest.
+    .sort(
+      (a, b) =>
+        Number(b.thread === 'MainThread') - Number(a.thread === 'MainThread') ||
+        b.shareOfCore - a.shareOfCore,
+    );
+  return {
+    result,
+    spent: {
+      cpuSeconds: service.cpuSeconds() - cpuBefore,
+      threadPoolCpuSeconds: service.threadPoolCpuSeconds() - threadPoolBefore,
+      httpThreadBusy,
+    },
+  };
 }
 
 function printSummary() {
