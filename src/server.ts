@@ -11,6 +11,7 @@ import { RETENTION_PASS_INTERVAL_MS } from './jobs/retention-pass.ts';
 import { ensureBootstrapAdmin } from './modules/persons/bootstrap-admin.ts';
 import { assertNodeVersion } from './runtime.ts';
 import { type HttpThreads, startHttpThreads } from './threads/http-threads.ts';
+import { lowerThreadPoolPriority, THREAD_POOL_NICENESS_OFFSET } from './threads/thread-pool-priority.ts';
 import { connectRedis, listenOptions, serviceLogger } from './threads/instance.ts';
 
 /**
@@ -51,6 +52,13 @@ async function main(): Promise<void> {
   );
   await ensureBootstrapAdmin(app.services);
   await app.services.passwords.prepareDecoy();
+  // libuv started its thread pool for the decoy hash: from now on its hashes take the cores the
+  // HTTP threads leave (thread-pool-priority.ts).
+  const poolThreads = lowerThreadPoolPriority();
+  app.log.info(
+    { threads: poolThreads, nicenessOffset: THREAD_POOL_NICENESS_OFFSET },
+    'thread pool below the HTTP threads',
+  );
 
   let threads: HttpThreads | null = null;
   let closing = false;

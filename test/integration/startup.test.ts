@@ -1,4 +1,4 @@
-import { readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
@@ -7,6 +7,7 @@ import {
   startServerProcess,
   useServerDirectory,
 } from '../helpers/server-process.ts';
+import { THREAD_POOL_NICENESS_OFFSET } from '../../src/threads/thread-pool-priority.ts';
 
 /**
  * The real process entry (src/server.ts) started as a child process: start-up refusals must
@@ -15,6 +16,17 @@ import {
  */
 
 const GOOD_SECRET = 'start-up-test-secret-of-at-least-32-bytes';
+
+/** Each thread of process `pid`: its name and niceness (/proc/<pid>/task/<tid>/stat, field 19). */
+function threadsOf(pid: number): Array<{ name: string; niceness: number }> {
+  return readdirSync(`/proc/${pid}/task`).map((threadId) => {
+    const stat = readFileSync(`/proc/${pid}/task/${threadId}/stat`, 'utf8');
+    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    // After the name: field 3 (state) onwards, so field 19 is at index 16.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { name, niceness: Number(fields[16]) };
+  });
+}
 
 const directory = useServerDirectory('portcullis-startup-');
 
@@ -116,6 +128,23 @@ describe('a good start', () => {
     expect(code).toBe(0);
     expect(started.stdout()).toContain('shutting down');
   });
+
+  it.runIf(process.platform === 'linux')(
+    "runs libuv's thread pool (the password hashes) below the HTTP threads",
+    async () => {
+      const started = startServer({ SERVICE_AUTH_TOKEN_SECRET: GOOD_SECRET, SERVICE_HTTP_THREADS: '2' });
+      await listeningPort(started);
+      const threads = threadsOf(started.child.pid!);
+      const main = threads.find((thread) => thread.name === 'MainThread')!;
+      const httpThreads = threads.filter((thread) => thread.name === 'WorkerThread');
+      const pool = threads.filter((thread) => thread.name === 'libuv-worker');
+      expect(pool.length).toBeGreaterThan(0);
+      expect(httpThreads.length).toBeGreaterThan(0);
+      const expected = Math.min(19, main.niceness + THREAD_POOL_NICENESS_OFFSET);
+      expect(pool.map((thread) => thread.niceness)).toEqual(pool.map(() => expected));
+      expect(httpThreads.map((thread) => thread.niceness)).toEqual(httpThreads.map(() => main.niceness));
+    },
+  );
 
   it('in development without a secret, keeps a generated one beside the SQLite file and reuses it; the admin is made once', async () => {
     const first = startServer({});

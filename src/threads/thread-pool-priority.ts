@@ -1,0 +1,44 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { getPriority, setPriority } from 'node:os';
+
+/**
+ * How much nicer than the process libuv's thread pool runs, where Argon2id runs (the HTTP threads
+ * keep the process's niceness).
+ *
+ * A password hash is 10 ms or more of one core; what the HTTP threads do for a request is far
+ * shorter. At equal priority, a flood of sign-ins takes the cores from every other request,
+ * among them the live check that consumers call on each of theirs. Below the HTTP threads, the
+ * hashes take what the requests leave. Measured on 2 cores (docs/performance.md, eighth round):
+ * during a sign-in flood the health check answered twice as fast (9,300–9,500 → 14,500–17,800
+ * req/s; p99 5 → 3 ms); during a flood of health checks, sign-ins went on at half their rate (69–75
+ * → 38/s). Neither bound changes: at most one hash per core, and a wait of over 10 s is a 503.
+ */
+export const THREAD_POOL_NICENESS_OFFSET = 10;
+
+/** The highest niceness Linux has. */
+const NICEST = 19;
+
+/** Linux names libuv's pool threads so (`/proc/<pid>/task/<tid>/comm`). */
+const POOL_THREAD_NAME = 'libuv-worker';
+
+/**
+ * Lowers the priority of the process's libuv pool threads by `offset` (to at most 19) and returns
+ * how many it lowered. Linux only (elsewhere it does nothing and returns 0): the pool's threads
+ * are found by name in /proc, and a niceness set on a thread id applies to that thread alone.
+ * libuv starts the whole pool at its first use, so call this after a first hash.
+ */
+export function lowerThreadPoolPriority(offset: number = THREAD_POOL_NICENESS_OFFSET): number {
+  if (process.platform !== 'linux') return 0;
+  const niceness = Math.min(NICEST, getPriority() + offset);
+  let lowered = 0;
+  for (const threadId of readdirSync('/proc/self/task')) {
+    try {
+      if (readFileSync(`/proc/self/task/${threadId}/comm`, 'utf8').trim() !== POOL_THREAD_NAME) continue;
+      setPriority(Number(threadId), niceness);
+      lowered += 1;
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return lowered;
+}
