@@ -58,8 +58,8 @@ interface ScenarioResult extends LoadResult {
   readonly threadPoolCpuMicrosPerRequest: number | null;
   /**
    * How busy each HTTP thread was during the run, as a share of one core (MainThread first).
-   * A scenario whose threads are all well under 100 % is bound by waiting (a lock, a message,
-   * the client), not by a core.
+   * A thread well under 100 % spent the rest waiting (a lock, a message, the client) or off its
+   * core: autocannon runs on the same cores.
    */
   readonly httpThreadBusy: readonly ThreadBusy[] | null;
 }

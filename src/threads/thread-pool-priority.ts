@@ -37,7 +37,8 @@ export function lowerThreadPoolPriority(offset: number = THREAD_POOL_NICENESS_OF
       setPriority(Number(threadId), niceness);
       lowered += 1;
     } catch {
-      // The thread ended between the listing and the read.
+      // The thread ended between the listing and the read, or the system refused the change:
+      // the pool then keeps its priority, and the start log's count says so.
     }
   }
   return lowered;
