@@ -6,11 +6,11 @@ import { getPriority, setPriority } from 'node:os';
  * keep the process's niceness).
  *
  * A password hash is 10 ms or more of one core; what the HTTP threads do for a request is far
- * shorter. At equal priority, a flood of sign-ins takes the cores from every other request,
+ * shorter. At equal priority, a flood of sign-ins takes most of the cores from every other request,
  * among them the live check that consumers call on each of theirs. Below the HTTP threads, the
  * hashes take what the requests leave. Measured on 2 cores (docs/performance.md, eighth round):
- * during a sign-in flood the health check answered twice as fast (9,300–9,500 → 14,500–17,800
- * req/s; p99 5 → 3 ms); during a flood of health checks, sign-ins went on at half their rate (69–75
+ * during a sign-in flood the health check answered 1.5–1.9 times as many requests (9,300–9,500 →
+ * 14,500–17,800 req/s; p99 5 → 3 ms); during a flood of health checks, sign-ins went on at half their rate (69–75
  * → 38/s). Neither bound changes: at most one hash per core, and a wait of over 10 s is a 503.
  */
 export const THREAD_POOL_NICENESS_OFFSET = 10;
