@@ -1,6 +1,7 @@
 import { type ChildProcess, fork } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { parseStat, processThreads } from '../src/threads/process-threads.ts';
 
 /** A child process we measure: its port and a way to read its peak resident memory. */
 export interface MeasuredProcess {
@@ -33,9 +34,6 @@ export interface ThreadCpu {
   readonly seconds: number;
 }
 
-/** Linux's USER_HZ, the unit of /proc/<pid>/stat's times: 100 on every mainstream kernel. */
-const CLOCK_TICKS_PER_SECOND = 100;
-
 /** A port that is free now (the OS picks it; we release it for the child to bind). */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -48,25 +46,13 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** User and system time from a /proc `stat` file (fields 14 and 15, after the command name). */
-function cpuSecondsOf(statFile: string): number {
-  const fields = readFileSync(statFile, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
-}
-
-/** CPU time so far of each thread of `pid` whose name (/proc's `comm`) is one of `names`. */
+/** CPU time so far of each thread of `pid` whose name is one of `names`, by thread id. */
 function threadsNamed(pid: number, names: readonly string[]): Map<number, ThreadCpu> {
-  const threads = new Map<number, ThreadCpu>();
-  for (const thread of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const task = `/proc/${pid}/task/${thread}`;
-      const name = readFileSync(`${task}/comm`, 'utf8').trim();
-      if (names.includes(name)) threads.set(Number(thread), { name, seconds: cpuSecondsOf(`${task}/stat`) });
-    } catch {
-      // the thread ended between the listing and the read
-    }
-  }
-  return threads;
+  return new Map(
+    processThreads(pid)
+      .filter((thread) => names.includes(thread.name))
+      .map((thread) => [thread.id, { name: thread.name, seconds: thread.cpuSeconds }]),
+  );
 }
 
 /** Starts `script` with PORT in its environment and waits until `readyPath` answers 200. */
@@ -108,7 +94,7 @@ export async function startProcess(
       return Math.round(kilobytes / 1024);
     },
     resetPeakRss: () => writeFileSync(`/proc/${child.pid}/clear_refs`, '5'),
-    cpuSeconds: () => cpuSecondsOf(`/proc/${child.pid}/stat`),
+    cpuSeconds: () => parseStat(readFileSync(`/proc/${child.pid}/stat`, 'utf8')).cpuSeconds,
     threadPoolCpuSeconds: () => {
       let seconds = 0;
       for (const thread of threadsNamed(child.pid!, ['libuv-worker']).values()) seconds += thread.seconds;

@@ -1,5 +1,5 @@
-import { readdirSync, readFileSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
+import { processThreads } from './process-threads.ts';
 
 /**
  * How much nicer than the process libuv's thread pool runs, where Argon2id runs (the HTTP threads
@@ -18,7 +18,7 @@ export const THREAD_POOL_NICENESS_OFFSET = 10;
 /** The highest niceness Linux has. */
 const NICEST = 19;
 
-/** Linux names libuv's pool threads so (`/proc/<pid>/task/<tid>/comm`). */
+/** Linux names libuv's pool threads so. */
 const POOL_THREAD_NAME = 'libuv-worker';
 
 /**
@@ -31,14 +31,14 @@ export function lowerThreadPoolPriority(offset: number = THREAD_POOL_NICENESS_OF
   if (process.platform !== 'linux') return 0;
   const niceness = Math.min(NICEST, getPriority() + offset);
   let lowered = 0;
-  for (const threadId of readdirSync('/proc/self/task')) {
+  for (const thread of processThreads()) {
+    if (thread.name !== POOL_THREAD_NAME) continue;
     try {
-      if (readFileSync(`/proc/self/task/${threadId}/comm`, 'utf8').trim() !== POOL_THREAD_NAME) continue;
-      setPriority(Number(threadId), niceness);
+      setPriority(thread.id, niceness);
       lowered += 1;
     } catch {
-      // The thread ended between the listing and the read, or the system refused the change:
-      // the pool then keeps its priority, and the start log's count says so.
+      // The thread ended since the listing, or the system refused the change: the pool then
+      // keeps its priority, and the start log's count says so.
     }
   }
   return lowered;

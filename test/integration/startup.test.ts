@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
@@ -7,6 +7,7 @@ import {
   startServerProcess,
   useServerDirectory,
 } from '../helpers/server-process.ts';
+import { processThreads } from '../../src/threads/process-threads.ts';
 import { THREAD_POOL_NICENESS_OFFSET } from '../../src/threads/thread-pool-priority.ts';
 
 /**
@@ -16,17 +17,6 @@ import { THREAD_POOL_NICENESS_OFFSET } from '../../src/threads/thread-pool-prior
  */
 
 const GOOD_SECRET = 'start-up-test-secret-of-at-least-32-bytes';
-
-/** Each thread of process `pid`: its name and niceness (/proc/<pid>/task/<tid>/stat, field 19). */
-function threadsOf(pid: number): Array<{ name: string; niceness: number }> {
-  return readdirSync(`/proc/${pid}/task`).map((threadId) => {
-    const stat = readFileSync(`/proc/${pid}/task/${threadId}/stat`, 'utf8');
-    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-    // After the name: field 3 (state) onwards, so field 19 is at index 16.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return { name, niceness: Number(fields[16]) };
-  });
-}
 
 const directory = useServerDirectory('portcullis-startup-');
 
@@ -134,7 +124,7 @@ describe('a good start', () => {
     async () => {
       const started = startServer({ SERVICE_AUTH_TOKEN_SECRET: GOOD_SECRET, SERVICE_HTTP_THREADS: '2' });
       await listeningPort(started);
-      const threads = threadsOf(started.child.pid!);
+      const threads = processThreads(started.child.pid!);
       const main = threads.find((thread) => thread.name === 'MainThread')!;
       const httpThreads = threads.filter((thread) => thread.name === 'WorkerThread');
       const pool = threads.filter((thread) => thread.name === 'libuv-worker');
