@@ -1,4 +1,5 @@
 import type { FastifyRequest } from 'fastify';
+import type { CallerState } from '../audit/command-runner.ts';
 import type { IdentityKind } from '../crypto/tokens.ts';
 import { Role } from '../db/database.ts';
 import { Refusal } from './messages.ts';
@@ -52,6 +53,15 @@ export interface Caller {
 export function callerOf(request: FastifyRequest): Caller {
   if (request.caller === null) throw new Refusal('Invalid token');
   return request.caller;
+}
+
+/**
+ * Whether the client still awaits the answer, for commands that check a password: a client that
+ * gives up (a timeout, a closed tab) closes its connection, and its check, still queued for the
+ * bound, is then dropped instead of costing a hash.
+ */
+export function connectionOf(request: FastifyRequest): CallerState {
+  return { callerConnected: () => !request.raw.socket.destroyed };
 }
 
 export const isSystemAdmin = (caller: Caller): boolean => caller.role === Role.SystemAdmin;

@@ -3,6 +3,7 @@ import type { FastifyServerOptions, LightMyRequestResponse } from 'fastify';
 import { Redis } from 'ioredis';
 import { buildApp } from '../../src/app.ts';
 import { type Config, type Env, loadConfig } from '../../src/config/config.ts';
+import type { PasswordHasher } from '../../src/crypto/passwords.ts';
 import type { Dialect } from '../../src/db/open-database.ts';
 import type { App, Services } from '../../src/services.ts';
 import { TestClock } from './clock.ts';
@@ -58,6 +59,8 @@ export interface TestAppOptions {
   readonly rateLimitNamespace?: string;
   /** Run the retention pass on this schedule while the app is up (default: never). */
   readonly retentionSchedule?: { readonly intervalMs: number };
+  /** The password hasher (default: the service's own, with its bound of one check per CPU). */
+  readonly passwords?: PasswordHasher;
 }
 
 /** The whole service on a fresh database of the dialect, with a movable clock. */
@@ -74,6 +77,7 @@ export async function buildTestApp(dialect: Dialect, options: TestAppOptions = {
     ...(options.logger === undefined ? {} : { logger: options.logger }),
     rateLimitNamespace: options.rateLimitNamespace ?? newRateLimitNamespace(),
     ...(options.retentionSchedule === undefined ? {} : { retentionSchedule: options.retentionSchedule }),
+    ...(options.passwords === undefined ? {} : { passwords: options.passwords }),
   });
   await app.ready();
   return {

@@ -1,17 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { connect } from 'node:net';
 import { hashSync, parseOptions } from '@node-rs/argon2';
 import { jwtVerify } from 'jose';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config/config.ts';
 import { ConcurrencyBound } from '../../src/crypto/concurrency.ts';
-import {
-  CALLER_GONE,
-  PASSWORD_HASH_PARAMETERS,
-  PasswordHasher,
-  type PasswordVerdict,
-} from '../../src/crypto/passwords.ts';
+import { CALLER_GONE, PASSWORD_HASH_PARAMETERS } from '../../src/crypto/passwords.ts';
 import { Role } from '../../src/db/database.ts';
 import type { Dialect } from '../../src/db/open-database.ts';
 import { LOCKOUT_SECONDS, LOCKOUT_THRESHOLD } from '../../src/modules/auth/login.command.ts';
@@ -28,47 +22,7 @@ import {
   PASSWORD,
   type PersonFixture,
 } from '../helpers/factories.ts';
-
-/** A real Argon2 hasher that counts its verifications, so tests can see the decoy being spent. */
-class CountingPasswordHasher extends PasswordHasher {
-  /** Checks asked for (counted when asked, before the bound). */
-  verifications = 0;
-  decoyVerifications = 0;
-  /** Checks that ran in a slot of the bound. */
-  checksRun = 0;
-
-  /** Runs while a password is being checked: lets a test change the account meanwhile. */
-  duringVerification: (() => Promise<unknown>) | null = null;
-
-  override async verify(
-    storedHash: string,
-    password: string,
-    stillWanted?: () => boolean,
-  ): Promise<PasswordVerdict> {
-    this.verifications += 1;
-    const verdict = await super.verify(storedHash, password, stillWanted);
-    await this.duringVerification?.();
-    return verdict;
-  }
-
-  override async verifyDecoy(password: string, stillWanted?: () => boolean): Promise<void> {
-    this.decoyVerifications += 1;
-    return super.verifyDecoy(password, stillWanted);
-  }
-
-  override runBounded<T>(work: () => Promise<T>, stillWanted?: () => boolean): Promise<T> {
-    return super.runBounded(() => {
-      this.checksRun += 1;
-      return work();
-    }, stillWanted);
-  }
-}
-
-/** The connections the app's server has open (inject() opens none). */
-const openConnections = (test: TestApp) =>
-  new Promise<number>((resolve, reject) =>
-    test.app.server.getConnections((error, count) => (error ? reject(error) : resolve(count))),
-  );
+import { abandonWhileQueued, CountingPasswordHasher } from '../helpers/password-checks.ts';
 
 const TOKEN_LIFETIME_SECONDS = 1234;
 const INVALID_CREDENTIALS_BODY = JSON.stringify({
@@ -578,27 +532,14 @@ for (const dialect of DIALECTS) {
     describe('a client that gives up waiting for its password check', () => {
       it('is dropped before its check: no hash spent, no wrong guess counted, a failed entry naming why', async () => {
         const admin = await createSystemAdmin(test);
-        // Both slots of the bound held, so the sign-in below has to wait for its check.
-        let releaseSlots!: () => void;
-        const slotsHeld = new Promise<void>((resolve) => (releaseSlots = resolve));
-        const holders = [1, 2].map(() => harness.hasher.runBounded(() => slotsHeld));
-        const address = await test.app.listen({ port: 0, host: '127.0.0.1' });
-        const { port } = new URL(address);
-        const askedBefore = harness.hasher.verifications;
+        await test.app.listen({ port: 0, host: '127.0.0.1' });
         const checksBefore = harness.hasher.checksRun;
 
-        const body = JSON.stringify({ email: admin.email, password: 'not the password' });
-        const client = connect(Number(port), '127.0.0.1');
-        client.write(
-          `POST /api/auth/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n` +
-            `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-        );
-        await vi.waitFor(() => expect(harness.hasher.verifications).toBe(askedBefore + 1));
-        // The client gives up; once the server has seen its connection close, the slots free up.
-        client.destroy();
-        await vi.waitFor(async () => expect(await openConnections(test)).toBe(0));
-        releaseSlots();
-        await Promise.all(holders);
+        await abandonWhileQueued(test, harness.hasher, {
+          method: 'POST',
+          url: '/api/auth/login',
+          body: { email: admin.email, password: 'not the password' },
+        });
 
         await vi.waitFor(async () => expect(await loginAuditsOf(admin.id)).toHaveLength(1));
         const [entry] = await loginAuditsOf(admin.id);

@@ -1,4 +1,4 @@
-import { ADMINISTRATORS, ANONYMOUS, ANY_AUTHENTICATED, callerOf } from '../../http/access.ts';
+import { ADMINISTRATORS, ANONYMOUS, ANY_AUTHENTICATED, callerOf, connectionOf } from '../../http/access.ts';
 import { ok } from '../../http/envelope.ts';
 import { AUTHENTICATED_ERRORS, responses } from '../../http/route-schema.ts';
 import type { App, Services } from '../../services.ts';
@@ -91,7 +91,7 @@ export function accountEmailRoutes(app: App, services: Services): void {
       },
     },
     async (request) => {
-      const outcome = await commands.run(verifyEmail, request.body, null);
+      const outcome = await commands.run(verifyEmail, request.body, null, connectionOf(request));
       const message = outcome.accountCreated
         ? 'Registration confirmed. Your account has been created.'
         : outcome.alreadyVerified

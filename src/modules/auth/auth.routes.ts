@@ -1,4 +1,4 @@
-import { ANONYMOUS } from '../../http/access.ts';
+import { ANONYMOUS, connectionOf } from '../../http/access.ts';
 import { ok } from '../../http/envelope.ts';
 import { responses } from '../../http/route-schema.ts';
 import type { App, Services } from '../../services.ts';
@@ -20,11 +20,10 @@ export function authRoutes(app: App, services: Services): void {
         response: responses(SignInOutput, [400, 401, 429, 503]),
       },
     },
-    async (request) => {
-      // A client that gives up (a timeout, a closed tab) closes its connection: its sign-in, still
-      // queued for a password check, is then dropped instead of costing a hash.
-      const caller = { callerConnected: () => !request.raw.socket.destroyed };
-      return ok(await services.commands.run(login, request.body, null, caller), 'Signed in successfully.');
-    },
+    async (request) =>
+      ok(
+        await services.commands.run(login, request.body, null, connectionOf(request)),
+        'Signed in successfully.',
+      ),
   );
 }

@@ -1,4 +1,4 @@
-import type { ExecuteContext } from '../../audit/command-runner.ts';
+import type { ExecuteContext, StepContext } from '../../audit/command-runner.ts';
 import type { PasswordHasher } from '../../crypto/passwords.ts';
 import type { DbOrTx, Tx } from '../../db/database.ts';
 import { Refusal } from '../../http/messages.ts';
@@ -44,16 +44,16 @@ export async function isReauthenticationPaused(db: DbOrTx, personId: string, now
 /**
  * Checks the presented current password (prepare step). A missing password is a failure like a
  * wrong one (DECISIONS §10). While paused, the password is not compared at all, so even the
- * right one is refused; a decoy verification keeps the answer's timing the same.
+ * right one is refused; a decoy verification keeps the answer's timing the same. A check still
+ * queued for the bound when its caller has gone is dropped (`CALLER_GONE`), as at sign-in.
  */
 export async function checkCurrentPassword(
   passwords: PasswordHasher,
-  db: DbOrTx,
+  context: Pick<StepContext, 'db' | 'now' | 'callerConnected'>,
   person: { readonly id: string; readonly password_hash: string | null },
   presented: string | null | undefined,
-  now: string,
 ): Promise<ReauthenticationVerdict> {
-  const paused = await isReauthenticationPaused(db, person.id, now);
+  const paused = await isReauthenticationPaused(context.db, person.id, context.now);
   if (
     paused ||
     presented === undefined ||
@@ -61,10 +61,10 @@ export async function checkCurrentPassword(
     presented === '' ||
     person.password_hash === null
   ) {
-    await passwords.verifyDecoy(presented ?? '');
+    await passwords.verifyDecoy(presented ?? '', context.callerConnected);
     return paused ? 'paused' : 'failed';
   }
-  const verdict = await passwords.verify(person.password_hash, presented);
+  const verdict = await passwords.verify(person.password_hash, presented, context.callerConnected);
   return verdict.valid ? 'passed' : 'failed';
 }
 

@@ -310,7 +310,7 @@ export function personCommands({ passwords, events, secrets }: PersonCommandDepe
       const ownEmailChange = person.id === input.caller.id && emailChanges(person, input.body);
       if (ownEmailChange) await refuseWhileEmailMethodOn(context.db, person.id);
       const reauthentication = ownEmailChange
-        ? await checkCurrentPassword(passwords, context.db, person, input.body.currentPassword, context.now)
+        ? await checkCurrentPassword(passwords, context, person, input.body.currentPassword)
         : null;
       return { ...input, reauthentication };
     },

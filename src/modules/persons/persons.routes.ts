@@ -1,4 +1,10 @@
-import { ADMINISTRATORS, ANY_AUTHENTICATED, callerOf, SYSTEM_ADMIN } from '../../http/access.ts';
+import {
+  ADMINISTRATORS,
+  ANY_AUTHENTICATED,
+  callerOf,
+  connectionOf,
+  SYSTEM_ADMIN,
+} from '../../http/access.ts';
 import { ok, okPage } from '../../http/envelope.ts';
 import type { RateLimitBudget } from '../../http/rate-limits.ts';
 import { AUTHENTICATED_ERRORS, responses } from '../../http/route-schema.ts';
@@ -294,7 +300,7 @@ export function personRoutes(app: App, services: Services, events: PersonEvents 
     async (request) => {
       const caller = callerOf(request);
       const input = { caller, id: request.params.id, body: request.body };
-      const row = await run(commands.updatePerson, input, caller);
+      const row = await run(commands.updatePerson, input, caller, connectionOf(request));
       return ok(await presentPerson(db, row, caller), 'Person updated successfully.');
     },
   );

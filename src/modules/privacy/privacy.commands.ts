@@ -151,13 +151,7 @@ export function privacyCommands({ passwords, extidpTokens, mailer }: PrivacyComm
       // The caller may learn their own request is pending without spending a guess.
       if (subject.row.erasure_requested_at !== null) throw new Refusal(ERASURE_PENDING);
       if (subject.kind === 'person') {
-        const verdict = await checkCurrentPassword(
-          passwords,
-          context.db,
-          subject.row,
-          body.currentPassword,
-          context.now,
-        );
+        const verdict = await checkCurrentPassword(passwords, context, subject.row, body.currentPassword);
         return { ...input, verdict };
       }
       const presented = body.idToken ?? '';

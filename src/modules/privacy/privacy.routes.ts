@@ -1,4 +1,4 @@
-import { callerOf, SUBJECT_RIGHTS, SYSTEM_ADMIN } from '../../http/access.ts';
+import { callerOf, connectionOf, SUBJECT_RIGHTS, SYSTEM_ADMIN } from '../../http/access.ts';
 import { ok, okPage } from '../../http/envelope.ts';
 import { pageRequest } from '../../http/pagination.ts';
 import { AUTHENTICATED_ERRORS, responses } from '../../http/route-schema.ts';
@@ -71,7 +71,12 @@ export function privacyRoutes(app: App, services: Services): void {
     async (request) => {
       const caller = callerOf(request);
       return ok(
-        await commands.run(rights.requestErasure, { caller, body: request.body }, caller),
+        await commands.run(
+          rights.requestErasure,
+          { caller, body: request.body },
+          caller,
+          connectionOf(request),
+        ),
         'Erasure requested successfully.',
       );
     },

@@ -197,7 +197,9 @@ export async function prepareConfirmation(
     registration.expires_at > context.now &&
     registration.guesses_left > 0 &&
     isOpen(await findScope(context.db, registration.scope_id));
-  const verdict = usable ? await passwords.verify(registration.password_hash, password) : { valid: false };
+  const verdict = usable
+    ? await passwords.verify(registration.password_hash, password, context.callerConnected)
+    : { valid: false };
   return { registrationId: registration.id, passwordMatches: verdict.valid };
 }
 

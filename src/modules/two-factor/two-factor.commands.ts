@@ -145,13 +145,7 @@ export function twoFactorCommands(dependencies: TwoFactorDependencies) {
         const spent = await accountEmailBudgetRefusal(context, person.id, config.accountEmailCooldownSeconds);
         if (spent !== null) throw spent;
       }
-      const verdict = await checkCurrentPassword(
-        passwords,
-        context.db,
-        person,
-        input.body.currentPassword,
-        context.now,
-      );
+      const verdict = await checkCurrentPassword(passwords, context, person, input.body.currentPassword);
       return { ...input, person, verdict };
     },
     async execute(context: ExecuteContext, input: PreparedEnable) {
@@ -274,10 +268,9 @@ export function twoFactorCommands(dependencies: TwoFactorDependencies) {
     if (!accepts(await findTwoFactorConfig(context.db, person.id))) throw new Refusal(NO_SETUP);
     const passwordVerdict = await checkCurrentPassword(
       passwords,
-      context.db,
+      context,
       person,
       input.body.currentPassword,
-      context.now,
     );
     return { ...input, person, passwordVerdict };
   }

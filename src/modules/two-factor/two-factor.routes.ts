@@ -1,4 +1,4 @@
-import { ANONYMOUS, ANY_AUTHENTICATED, callerOf } from '../../http/access.ts';
+import { ANONYMOUS, ANY_AUTHENTICATED, callerOf, connectionOf } from '../../http/access.ts';
 import { ok } from '../../http/envelope.ts';
 import { AUTHENTICATED_ERRORS, responses } from '../../http/route-schema.ts';
 import type { App, Services } from '../../services.ts';
@@ -47,7 +47,12 @@ export function twoFactorRoutes(app: App, services: Services): void {
     },
     async (request) => {
       const caller = callerOf(request);
-      const answer = await run.run(commands.enable, { caller, body: request.body }, caller);
+      const answer = await run.run(
+        commands.enable,
+        { caller, body: request.body },
+        caller,
+        connectionOf(request),
+      );
       return ok(answer, 'Two-factor setup started. Confirm it with a code.');
     },
   );
@@ -120,7 +125,7 @@ export function twoFactorRoutes(app: App, services: Services): void {
     },
     async (request) => {
       const caller = callerOf(request);
-      await run.run(commands.disable, { caller, body: request.body }, caller);
+      await run.run(commands.disable, { caller, body: request.body }, caller, connectionOf(request));
       return ok(null, 'Two-factor authentication is off.');
     },
   );
@@ -140,7 +145,12 @@ export function twoFactorRoutes(app: App, services: Services): void {
     },
     async (request) => {
       const caller = callerOf(request);
-      const answer = await run.run(commands.regenerate, { caller, body: request.body }, caller);
+      const answer = await run.run(
+        commands.regenerate,
+        { caller, body: request.body },
+        caller,
+        connectionOf(request),
+      );
       return ok(answer, 'New recovery codes issued. The old ones no longer work.');
     },
   );
