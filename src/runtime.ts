@@ -25,7 +25,8 @@ export function assertNodeVersion(version: string = process.versions.node): void
  *   1 GiB the largest step between two collections fell from 3.2–4.1 to 2.1–2.4 times, and no
  *   benchmark scenario before the sign-ins passed 278 MB (up to 399 without); at 512 MB the live
  *   check after the writes and the exchange peaked at 244–256 MB in three runs, against 260–266
- *   at 1 GiB in three runs of the same hour, for no CPU per request measurably spent.
+ *   at 1 GiB in three runs of the same hour, for no CPU per request measurably spent (later runs
+ *   at 512 MB: 249–265 MB, so about 10 MB lower, not always under 256).
  */
 export const SERVICE_NODE_OPTIONS: readonly string[] = [
   '--max-semi-space-size=4',
