@@ -2,6 +2,7 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { parseStat, processThreads } from '../src/threads/process-threads.ts';
+import { POOL_THREAD_NAME } from '../src/threads/thread-pool-priority.ts';
 
 /** A child process we measure: its port and a way to read its peak resident memory. */
 export interface MeasuredProcess {
@@ -97,7 +98,7 @@ export async function startProcess(
     cpuSeconds: () => parseStat(readFileSync(`/proc/${child.pid}/stat`, 'utf8')).cpuSeconds,
     threadPoolCpuSeconds: () => {
       let seconds = 0;
-      for (const thread of threadsNamed(child.pid!, ['libuv-worker']).values()) seconds += thread.seconds;
+      for (const thread of threadsNamed(child.pid!, [POOL_THREAD_NAME]).values()) seconds += thread.seconds;
       return seconds;
     },
     httpThreadCpuSeconds: () => threadsNamed(child.pid!, ['MainThread', 'WorkerThread']),

@@ -10,8 +10,9 @@ import { processThreads } from './process-threads.ts';
  * among them the live check that consumers call on each of theirs. Below the HTTP threads, the
  * hashes take what the requests leave. Measured on 2 cores (docs/performance.md, eighth round):
  * during a sign-in flood the health check answered 1.5–1.9 times as many requests (9,300–9,500 →
- * 14,500–17,800 req/s; p99 5 → 3 ms); during a flood of health checks, sign-ins went on at half their rate (69–75
- * → 38/s). Neither bound changes: at most one hash per core, and a wait of over 10 s is a 503.
+ * 14,500–17,800 req/s; p99 5 → 3 ms); during a flood of health checks, sign-ins went on at half
+ * their rate (69–75 → 38/s). Neither bound changes: at most one hash per core, and a wait of
+ * over 10 s is a 503.
  */
 export const THREAD_POOL_NICENESS_OFFSET = 10;
 
@@ -19,7 +20,7 @@ export const THREAD_POOL_NICENESS_OFFSET = 10;
 const NICEST = 19;
 
 /** Linux names libuv's pool threads so. */
-const POOL_THREAD_NAME = 'libuv-worker';
+export const POOL_THREAD_NAME = 'libuv-worker';
 
 /**
  * Lowers the priority of the process's libuv pool threads by `offset` (to at most 19) and returns

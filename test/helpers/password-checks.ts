@@ -44,7 +44,7 @@ export class CountingPasswordHasher extends PasswordHasher {
 }
 
 /** The connections the app's server has open (inject() opens none). */
-export const openConnections = (test: TestApp) =>
+const openConnections = (test: TestApp) =>
   new Promise<number>((resolve, reject) =>
     test.app.server.getConnections((error, count) => (error ? reject(error) : resolve(count))),
   );
@@ -72,12 +72,11 @@ export async function abandonWhileQueued(
   let releaseSlots!: () => void;
   const slotsHeld = new Promise<void>((resolve) => (releaseSlots = resolve));
   const holding = hasher.holdSlots(slots, slotsHeld);
-  const { port } = new URL(`http://${listeningAddress(test)}`);
   const asked = () => hasher.verifications + hasher.decoyVerifications;
   const askedBefore = asked();
 
   const body = JSON.stringify(request.body);
-  const client = connect(Number(port), '127.0.0.1');
+  const client = connect(listeningPort(test), '127.0.0.1');
   client.on('error', () => undefined);
   client.write(
     `${request.method} ${request.url} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n` +
@@ -92,8 +91,9 @@ export async function abandonWhileQueued(
   await holding;
 }
 
-function listeningAddress(test: TestApp): string {
+/** The port the app listens on (`test.app.listen`). */
+function listeningPort(test: TestApp): number {
   const address = test.app.server.address();
   if (address === null || typeof address === 'string') throw new Error('the app is not listening on TCP');
-  return `127.0.0.1:${address.port}`;
+  return address.port;
 }
