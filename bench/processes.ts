@@ -2,6 +2,7 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { parseStat, processThreads } from '../src/threads/process-threads.ts';
+import { HTTP_THREAD_NAME } from '../src/threads/http-threads.ts';
 import { POOL_THREAD_NAME } from '../src/threads/thread-pool-priority.ts';
 
 /** A child process we measure: its port and a way to read its peak resident memory. */
@@ -20,9 +21,8 @@ export interface MeasuredProcess {
    */
   threadPoolCpuSeconds(): number;
   /**
-   * CPU time so far of each HTTP thread, by thread id: Node names the main thread `MainThread`
-   * and every worker thread `WorkerThread` (the service's other HTTP threads, and its SQLite
-   * checkpointer, which spends little).
+   * CPU time so far of each HTTP thread, by thread id: the main thread (`MainThread`) and the
+   * others (named by the service, `HTTP_THREAD_NAME`).
    */
   httpThreadCpuSeconds(): Map<number, ThreadCpu>;
   /** The process's memory map with each mapping's resident size (Linux: /proc/<pid>/smaps). */
@@ -101,7 +101,7 @@ export async function startProcess(
       for (const thread of threadsNamed(child.pid!, [POOL_THREAD_NAME]).values()) seconds += thread.seconds;
       return seconds;
     },
-    httpThreadCpuSeconds: () => threadsNamed(child.pid!, ['MainThread', 'WorkerThread']),
+    httpThreadCpuSeconds: () => threadsNamed(child.pid!, ['MainThread', HTTP_THREAD_NAME]),
     memoryMap: () => readFileSync(`/proc/${child.pid}/smaps`, 'utf8'),
     stop: () =>
       new Promise<void>((resolve) => {

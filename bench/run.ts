@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { hash, verify } from '@node-rs/argon2';
 import pg from 'pg';
+import { buildService, DIST } from '../scripts/build.ts';
 import { PASSWORD_HASH_PARAMETERS } from '../src/crypto/passwords.ts';
 import { SERVICE_NODE_OPTIONS, SERVICE_PROCESS_ENVIRONMENT } from '../src/runtime.ts';
 import { type LoadResult, runInterleaved, runLoad } from './measure.ts';
@@ -527,17 +528,19 @@ async function prepareDatabase(): Promise<{ databaseUrl: string; cleanup: () => 
 }
 
 /**
- * Starts the service as `npm start` does, and as a restarted instance: a first start fills the
- * compile cache, and is stopped (a deployment's every later start finds the cache warm).
+ * Starts the service as `npm start` does (built, then run from dist/), and as a restarted
+ * instance: a first start fills the compile cache, and is stopped (a deployment's every later
+ * start finds the cache warm).
  */
 async function startService(databaseUrl: string): Promise<MeasuredProcess> {
+  await buildService();
   await (await startServiceProcess(databaseUrl)).stop();
   return startServiceProcess(databaseUrl);
 }
 
 function startServiceProcess(databaseUrl: string): Promise<MeasuredProcess> {
   return startProcess(
-    join(import.meta.dirname, '..', 'src', 'server.ts'),
+    join(DIST, 'server.js'),
     {
       ...process.env,
       ...SERVICE_PROCESS_ENVIRONMENT,

@@ -1,5 +1,6 @@
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import BetterSqlite3 from 'better-sqlite3';
+import { workerEntry } from '../threads/worker-entry.ts';
 
 /**
  * Moves SQLite's WAL checkpoints off the event loop.
@@ -18,6 +19,8 @@ export const MAIN_CONNECTION_AUTOCHECKPOINT_PAGES = 10_000;
 /** SQLite's own threshold, restored should the checkpointing thread fail. */
 export const DEFAULT_AUTOCHECKPOINT_PAGES = 1000;
 const CHECKPOINT_INTERVAL_MS = 250;
+/** The operating system's name for the checkpointing thread (`top -H`, /proc). */
+export const CHECKPOINTER_THREAD_NAME = 'checkpointer';
 
 interface CheckpointerData {
   /** Tells this thread apart from others whose code imports this module (HTTP threads). */
@@ -36,7 +39,8 @@ export interface Checkpointer {
  * connection, so the log never grows without bound.
  */
 export function startCheckpointer(file: string, onFailure: (error: unknown) => void): Checkpointer {
-  const worker = new Worker(new URL(import.meta.url), {
+  const worker = new Worker(workerEntry('sqlite-checkpointer', import.meta.url), {
+    name: CHECKPOINTER_THREAD_NAME,
     workerData: {
       role: 'sqlite-checkpointer',
       file,

@@ -4,6 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config/config.ts';
 import { type ConcurrencyBound, serveBound } from '../crypto/concurrency.ts';
 import type { ProcessRateLimitCounters } from '../http/process-rate-limits.ts';
+import { workerEntry } from './worker-entry.ts';
 
 /**
  * The HTTP threads besides the main one (SERVICE_HTTP_THREADS - 1), each a full copy of the app
@@ -49,7 +50,10 @@ export interface HttpThreadOptions {
   readonly entry?: URL;
 }
 
-const HTTP_THREAD_ENTRY = new URL('./http-thread.ts', import.meta.url);
+const HTTP_THREAD_ENTRY = workerEntry('http-thread', import.meta.url);
+
+/** The operating system's name for each HTTP thread but the main one (`top -H`, /proc). */
+export const HTTP_THREAD_NAME = 'http-thread';
 
 export async function startHttpThreads(count: number, options: HttpThreadOptions): Promise<HttpThreads> {
   const started: Array<Awaited<ReturnType<typeof startHttpThread>>> = [];
@@ -86,6 +90,7 @@ async function startHttpThread(options: HttpThreadOptions, onExitAfterStart: (co
   const credentialChecks = new MessageChannel();
   serveBound(options.credentialChecks, credentialChecks.port1);
   const worker = new Worker(options.entry ?? HTTP_THREAD_ENTRY, {
+    name: HTTP_THREAD_NAME,
     workerData: {
       config: options.config,
       port: options.port,

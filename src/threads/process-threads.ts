@@ -3,7 +3,10 @@ import { readdirSync, readFileSync } from 'node:fs';
 /** One thread of a process, as Linux's /proc shows it. */
 export interface ProcessThread {
   readonly id: number;
-  /** Its name (`comm`): Node's are `MainThread`, `WorkerThread`, `libuv-worker`, `V8Worker`… */
+  /**
+   * Its name (`comm`, at most 15 characters): Node's are `MainThread`, `libuv-worker`,
+   * `V8Worker`…, and a worker thread's is the name it was started with (`WorkerThread` without).
+   */
   readonly name: string;
   /** Its CPU time so far, user and system. */
   readonly cpuSeconds: number;

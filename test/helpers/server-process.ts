@@ -1,12 +1,21 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { request } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { afterEach, beforeEach } from 'vitest';
+import { afterEach, beforeEach, inject } from 'vitest';
 
-/** The real process entry (src/server.ts), started as a child process by tests. */
+/**
+ * The real process, started as a child process by tests: by default as `npm start` runs it, from
+ * the build (the run's own, test/global-setup.ts); or from source (`node src/server.ts`).
+ */
 
-const SERVER_ENTRY = resolve(import.meta.dirname, '../../src/server.ts');
+const SOURCE_ENTRY = resolve(import.meta.dirname, '../../src/server.ts');
+
+export type ServerEntry = 'build' | 'source';
+
+const entryFile = (entry: ServerEntry): string =>
+  entry === 'source' ? SOURCE_ENTRY : join(inject('serviceBuild'), 'server.js');
 
 export interface ServerProcess {
   readonly child: ChildProcess;
@@ -18,8 +27,11 @@ export interface ServerProcess {
 const running: ChildProcess[] = [];
 
 /** Starts the server with exactly these settings (nothing inherited from the test's own env). */
-export function startServerProcess(settings: Record<string, string>): ServerProcess {
-  const child = spawn(process.execPath, [SERVER_ENTRY], {
+export function startServerProcess(
+  settings: Record<string, string>,
+  entry: ServerEntry = 'build',
+): ServerProcess {
+  const child = spawn(process.execPath, [entryFile(entry)], {
     env: { PATH: process.env.PATH ?? '', SERVICE_PORT: '0', ...settings },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -62,4 +74,47 @@ export async function listeningPort(started: ServerProcess): Promise<number> {
     await new Promise((wait) => setTimeout(wait, 50));
   }
   throw new Error(`the server did not start:\n${started.stdout()}\n${started.stderr()}`);
+}
+
+/** Every HTTP thread logs that it listens; the test waits for all of them. */
+export async function listeningThreads(server: ServerProcess, threads: number): Promise<number> {
+  const port = await listeningPort(server);
+  const deadline = Date.now() + 20_000;
+  while (server.stdout().split('Server listening at').length - 1 < threads) {
+    if (Date.now() > deadline) throw new Error(`not every thread listens:\n${server.stdout()}`);
+    await new Promise((wait) => setTimeout(wait, 50));
+  }
+  return port;
+}
+
+/** One request on a connection of its own (no keep-alive pool), so it may reach any thread. */
+export function send(
+  port: number,
+  method: string,
+  path: string,
+  body: unknown,
+  token?: string,
+): Promise<{ status: number; body: { data?: Record<string, unknown>; totalRecords?: number } }> {
+  return new Promise((resolve, reject) => {
+    const outgoing = request(
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path,
+        agent: false,
+        headers: {
+          'content-type': 'application/json',
+          ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),
+        },
+      },
+      (response) => {
+        let text = '';
+        response.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, body: JSON.parse(text) }));
+      },
+    );
+    outgoing.on('error', reject);
+    outgoing.end(body === undefined ? undefined : JSON.stringify(body));
+  });
 }

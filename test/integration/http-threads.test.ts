@@ -1,8 +1,8 @@
-import { request } from 'node:http';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
-  listeningPort,
+  listeningThreads,
+  send,
   type ServerProcess,
   startServerProcess,
   useServerDirectory,
@@ -27,49 +27,6 @@ function startThreadedServer(threads: number): ServerProcess {
     SERVICE_HTTP_THREADS: String(threads),
     SERVICE_BOOTSTRAP_ADMIN_EMAIL: ADMIN.email,
     SERVICE_BOOTSTRAP_ADMIN_PASSWORD: ADMIN.password,
-  });
-}
-
-/** Every HTTP thread logs that it listens; the test waits for all of them. */
-async function listeningThreads(server: ServerProcess, threads: number): Promise<number> {
-  const port = await listeningPort(server);
-  const deadline = Date.now() + 20_000;
-  while (server.stdout().split('Server listening at').length - 1 < threads) {
-    if (Date.now() > deadline) throw new Error(`not every thread listens:\n${server.stdout()}`);
-    await new Promise((wait) => setTimeout(wait, 50));
-  }
-  return port;
-}
-
-/** One request on a connection of its own (no keep-alive pool), so it may reach any thread. */
-function send(
-  port: number,
-  method: string,
-  path: string,
-  body: unknown,
-  token?: string,
-): Promise<{ status: number; body: { data?: Record<string, unknown>; totalRecords?: number } }> {
-  return new Promise((resolve, reject) => {
-    const outgoing = request(
-      {
-        host: '127.0.0.1',
-        port,
-        method,
-        path,
-        agent: false,
-        headers: {
-          'content-type': 'application/json',
-          ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),
-        },
-      },
-      (response) => {
-        let text = '';
-        response.on('data', (chunk: Buffer) => (text += chunk.toString()));
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, body: JSON.parse(text) }));
-      },
-    );
-    outgoing.on('error', reject);
-    outgoing.end(body === undefined ? undefined : JSON.stringify(body));
   });
 }
 

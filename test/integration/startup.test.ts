@@ -7,6 +7,7 @@ import {
   startServerProcess,
   useServerDirectory,
 } from '../helpers/server-process.ts';
+import { HTTP_THREAD_NAME } from '../../src/threads/http-threads.ts';
 import { processThreads } from '../../src/threads/process-threads.ts';
 import { THREAD_POOL_NICENESS_OFFSET } from '../../src/threads/thread-pool-priority.ts';
 
@@ -126,7 +127,7 @@ describe('a good start', () => {
       await listeningPort(started);
       const threads = processThreads(started.child.pid!);
       const main = threads.find((thread) => thread.name === 'MainThread')!;
-      const httpThreads = threads.filter((thread) => thread.name === 'WorkerThread');
+      const httpThreads = threads.filter((thread) => thread.name === HTTP_THREAD_NAME);
       const pool = threads.filter((thread) => thread.name === 'libuv-worker');
       expect(pool.length).toBeGreaterThan(0);
       expect(httpThreads.length).toBeGreaterThan(0);

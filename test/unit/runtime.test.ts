@@ -26,7 +26,7 @@ describe('assertNodeVersion', () => {
     },
   );
 
-  it('starts the service with the environment and V8 options the benchmark measured (npm start and the bench agree)', () => {
+  it('starts the built service with the environment and V8 options the benchmark measured (npm start and the bench agree)', () => {
     const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
       scripts: Record<string, string>;
     };
@@ -34,7 +34,7 @@ describe('assertNodeVersion', () => {
       ([name, value]) => `${name}=${value}`,
     );
     expect(manifest.scripts.start).toBe(
-      `${environment.join(' ')} node ${SERVICE_NODE_OPTIONS.join(' ')} src/server.ts`,
+      `${manifest.scripts.build} && ${environment.join(' ')} node ${SERVICE_NODE_OPTIONS.join(' ')} dist/server.js`,
     );
   });
 });

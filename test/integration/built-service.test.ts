@@ -1,0 +1,72 @@
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { CHECKPOINTER_THREAD_NAME } from '../../src/db/sqlite-checkpointer.ts';
+import { HTTP_THREAD_NAME } from '../../src/threads/http-threads.ts';
+import { processThreads } from '../../src/threads/process-threads.ts';
+import {
+  listeningThreads,
+  send,
+  type ServerEntry,
+  startServerProcess,
+  useServerDirectory,
+} from '../helpers/server-process.ts';
+
+/**
+ * The service as `npm start` runs it: bundled by scripts/build.ts, one file per thread's entry in
+ * dist/ (the run's own build here). What a bundle could lose is what modules find beside
+ * themselves at run time: the worker threads' entries and the common-password list. The other
+ * process tests (start-up, several HTTP threads) run the build as well.
+ */
+
+const ADMIN = { email: 'built-admin@example.test', password: 'built admin password' };
+
+const directory = useServerDirectory('portcullis-built-');
+
+function startService(entry: ServerEntry, threads: number) {
+  return startServerProcess(
+    {
+      SERVICE_DATABASE_URL: `sqlite:${join(directory(), 'identity.db')}`,
+      SERVICE_AUTH_TOKEN_SECRET: 'built-service-test-secret-of-at-least-32-bytes',
+      SERVICE_HTTP_THREADS: String(threads),
+      SERVICE_BOOTSTRAP_ADMIN_EMAIL: ADMIN.email,
+      SERVICE_BOOTSTRAP_ADMIN_PASSWORD: ADMIN.password,
+    },
+    entry,
+  );
+}
+
+describe('the service run from its build and from source', () => {
+  it.each<ServerEntry>(['build', 'source'])(
+    'from the %s: starts every worker thread from its own entry (the other HTTP threads, the SQLite checkpointer)',
+    async (entry) => {
+      const server = startService(entry, 3);
+      const port = await listeningThreads(server, 3);
+      expect((await send(port, 'GET', '/api/healthcheck', undefined)).status).toBe(200);
+      // A thread whose entry cannot be loaded ends at once: the checkpointer's would be gone by now.
+      const names = processThreads(server.child.pid!).map((thread) => thread.name);
+      expect(names.filter((name) => name === HTTP_THREAD_NAME)).toHaveLength(2);
+      expect(names.filter((name) => name === CHECKPOINTER_THREAD_NAME)).toHaveLength(1);
+      server.child.kill('SIGTERM');
+      expect((await server.exited).code).toBe(0);
+    },
+  );
+
+  it('from the build: reads the common-password list shipped beside it (DECISIONS §7)', async () => {
+    const server = startService('build', 1);
+    const port = await listeningThreads(server, 1);
+    const signIn = await send(port, 'POST', '/api/auth/login', ADMIN);
+    expect(signIn.status).toBe(200);
+    const token = String(signIn.body.data?.token);
+    const person = (password: string) => ({
+      name: 'Common',
+      email: `common-${password.length}@example.test`,
+      password,
+      role: 'SystemAdmin',
+    });
+
+    const common = await send(port, 'POST', '/api/persons', person('baseball'), token);
+    expect(common).toMatchObject({ status: 400, body: { errors: ['Password is too common.'] } });
+    const uncommon = await send(port, 'POST', '/api/persons', person('an uncommon pass phrase'), token);
+    expect(uncommon.status).toBe(200);
+  });
+});
