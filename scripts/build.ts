@@ -68,10 +68,13 @@ export async function buildService(outdir: string = DIST): Promise<void> {
     target: 'node24',
     external: EXTERNAL,
     banner: { js: REQUIRE_FOR_COMMONJS },
-    // Not minified: stack traces keep readable names and lines. Names are kept exactly, since
-    // some libraries name their errors after their classes (jose), and logs show those names.
-    keepNames: true,
-    // Read only when Node runs with --enable-source-maps (README, operations).
+    // Not minified: stack traces keep readable names and lines. Names are not pinned with
+    // `keepNames`: it wraps every function and class in a call that sets its name, which cost
+    // about a fifth more CPU per health check (docs/performance.md, tenth round). A top-level name
+    // that two modules share gets a number appended in the bundle; nothing reads such names
+    // (jose's errors, named after their classes, are logged by their codes).
+    minify: false,
+    // Read only when Node runs with --enable-source-maps (README, deployment).
     sourcemap: 'linked',
     logLevel: 'warning',
   });

@@ -35,10 +35,10 @@ export const SERVICE_NODE_OPTIONS: readonly string[] = [
 
 /**
  * Environment the service process starts with (the start script sets it; the benchmark too).
- * - NODE_COMPILE_CACHE: Node's on-disk compile cache. On every start after the first, modules
- *   load from it: the TypeScript type-stripper is never loaded, in the main thread nor in any
- *   HTTP thread (about 15 MB each), and start-up compiles nothing. Deleting it is harmless; the
- *   next start fills it again.
+ * - NODE_COMPILE_CACHE: Node's on-disk compile cache. On every start after the first, the
+ *   bundles (scripts/build.ts) load from it compiled, so start-up compiles nothing; run from
+ *   source, it also spares every thread the TypeScript type-stripper (about 15 MB each).
+ *   Deleting it is harmless; the next start fills it again.
  * - MALLOC_MMAP_THRESHOLD_: by default glibc raises its mmap threshold each time a large block
  *   is freed, so later large blocks come from the heap of whichever thread allocated them and
  *   stay resident there after use. A fixed threshold hands every block of 128 KiB or more back
