@@ -22,6 +22,7 @@ import { DIALECTS, TEST_DATABASE_URL, TEST_REDIS_URL, TEST_SCHEMA_PREFIX } from 
  * process tests (start-up, several HTTP threads) run the build as well.
  */
 
+const SECRET = 'built-service-test-secret-of-at-least-32-bytes';
 const ADMIN = { email: 'built-admin@example.test', password: 'built admin password' };
 
 const directory = useServerDirectory('portcullis-built-');
@@ -30,7 +31,7 @@ function startService(entry: ServerEntry, threads: number) {
   return startServerProcess(
     {
       SERVICE_DATABASE_URL: `sqlite:${join(directory(), 'identity.db')}`,
-      SERVICE_AUTH_TOKEN_SECRET: 'built-service-test-secret-of-at-least-32-bytes',
+      SERVICE_AUTH_TOKEN_SECRET: SECRET,
       SERVICE_HTTP_THREADS: String(threads),
       SERVICE_BOOTSTRAP_ADMIN_EMAIL: ADMIN.email,
       SERVICE_BOOTSTRAP_ADMIN_PASSWORD: ADMIN.password,
@@ -95,7 +96,7 @@ describe.runIf(DIALECTS.includes('postgres'))('the build on PostgreSQL', () => {
       url.searchParams.set('options', `-c search_path=${schema}`);
       const server = startServerProcess({
         SERVICE_DATABASE_URL: url.toString(),
-        SERVICE_AUTH_TOKEN_SECRET: 'built-service-test-secret-of-at-least-32-bytes',
+        SERVICE_AUTH_TOKEN_SECRET: SECRET,
         SERVICE_HTTP_THREADS: '2',
         SERVICE_BOOTSTRAP_ADMIN_EMAIL: ADMIN.email,
         SERVICE_BOOTSTRAP_ADMIN_PASSWORD: ADMIN.password,
