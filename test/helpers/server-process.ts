@@ -46,6 +46,31 @@ export function startServerProcess(
   return { child, stdout: () => stdout, stderr: () => stderr, exited };
 }
 
+/** A token secret for the tests' processes (any value of 32 bytes or more would do). */
+export const TEST_TOKEN_SECRET = 'server-process-test-secret-of-at-least-32-bytes';
+
+/**
+ * The service on a SQLite file in `directory`, served by `threads` HTTP threads, with `admin` as
+ * its bootstrap System Admin; from the build unless `entry` says otherwise.
+ */
+export function startSqliteService(options: {
+  readonly directory: string;
+  readonly threads: number;
+  readonly admin: { readonly email: string; readonly password: string };
+  readonly entry?: ServerEntry;
+}): ServerProcess {
+  return startServerProcess(
+    {
+      SERVICE_DATABASE_URL: `sqlite:${join(options.directory, 'identity.db')}`,
+      SERVICE_AUTH_TOKEN_SECRET: TEST_TOKEN_SECRET,
+      SERVICE_HTTP_THREADS: String(options.threads),
+      SERVICE_BOOTSTRAP_ADMIN_EMAIL: options.admin.email,
+      SERVICE_BOOTSTRAP_ADMIN_PASSWORD: options.admin.password,
+    },
+    options.entry,
+  );
+}
+
 /**
  * Gives each test of the file a fresh directory for the server's files (named `prefix`…), and
  * after each test kills every server it left running and removes the directory. Returns the

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { join } from 'node:path';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { CHECKPOINTER_THREAD_NAME } from '../../src/db/sqlite-checkpointer.ts';
@@ -10,6 +9,8 @@ import {
   send,
   type ServerEntry,
   startServerProcess,
+  startSqliteService,
+  TEST_TOKEN_SECRET,
   useServerDirectory,
 } from '../helpers/server-process.ts';
 import { DIALECTS, TEST_DATABASE_URL, TEST_REDIS_URL, TEST_SCHEMA_PREFIX } from '../helpers/dialects.ts';
@@ -22,23 +23,12 @@ import { DIALECTS, TEST_DATABASE_URL, TEST_REDIS_URL, TEST_SCHEMA_PREFIX } from 
  * process tests (start-up, several HTTP threads) run the build as well.
  */
 
-const SECRET = 'built-service-test-secret-of-at-least-32-bytes';
 const ADMIN = { email: 'built-admin@example.test', password: 'built admin password' };
 
 const directory = useServerDirectory('portcullis-built-');
 
-function startService(entry: ServerEntry, threads: number) {
-  return startServerProcess(
-    {
-      SERVICE_DATABASE_URL: `sqlite:${join(directory(), 'identity.db')}`,
-      SERVICE_AUTH_TOKEN_SECRET: SECRET,
-      SERVICE_HTTP_THREADS: String(threads),
-      SERVICE_BOOTSTRAP_ADMIN_EMAIL: ADMIN.email,
-      SERVICE_BOOTSTRAP_ADMIN_PASSWORD: ADMIN.password,
-    },
-    entry,
-  );
-}
+const startService = (entry: ServerEntry, threads: number) =>
+  startSqliteService({ directory: directory(), threads, admin: ADMIN, entry });
 
 describe('the service run from its build and from source', () => {
   it.each<ServerEntry>(['build', 'source'])(
@@ -96,7 +86,7 @@ describe.runIf(DIALECTS.includes('postgres'))('the build on PostgreSQL', () => {
       url.searchParams.set('options', `-c search_path=${schema}`);
       const server = startServerProcess({
         SERVICE_DATABASE_URL: url.toString(),
-        SERVICE_AUTH_TOKEN_SECRET: SECRET,
+        SERVICE_AUTH_TOKEN_SECRET: TEST_TOKEN_SECRET,
         SERVICE_HTTP_THREADS: '2',
         SERVICE_BOOTSTRAP_ADMIN_EMAIL: ADMIN.email,
         SERVICE_BOOTSTRAP_ADMIN_PASSWORD: ADMIN.password,

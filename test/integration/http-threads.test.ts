@@ -1,10 +1,9 @@
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   listeningThreads,
   send,
   type ServerProcess,
-  startServerProcess,
+  startSqliteService,
   useServerDirectory,
 } from '../helpers/server-process.ts';
 
@@ -15,20 +14,12 @@ import {
  * log that more than one thread answered.
  */
 
-const SECRET = 'http-threads-test-secret-of-at-least-32-bytes';
 const ADMIN = { email: 'threads-admin@example.test', password: 'threads admin password' };
 
 const directory = useServerDirectory('portcullis-threads-');
 
-function startThreadedServer(threads: number): ServerProcess {
-  return startServerProcess({
-    SERVICE_DATABASE_URL: `sqlite:${join(directory(), 'identity.db')}`,
-    SERVICE_AUTH_TOKEN_SECRET: SECRET,
-    SERVICE_HTTP_THREADS: String(threads),
-    SERVICE_BOOTSTRAP_ADMIN_EMAIL: ADMIN.email,
-    SERVICE_BOOTSTRAP_ADMIN_PASSWORD: ADMIN.password,
-  });
-}
+const startThreadedServer = (threads: number): ServerProcess =>
+  startSqliteService({ directory: directory(), threads, admin: ADMIN });
 
 /** The threads that logged a completed request to `url`. */
 function threadsThatAnswered(server: ServerProcess, url: string): Set<number> {
