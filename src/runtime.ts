@@ -16,7 +16,7 @@ export function assertNodeVersion(version: string = process.versions.node): void
  * - A 4 MB semi-space keeps the young generation small: the request path allocates short-lived
  *   objects only, so a larger nursery bought no throughput on this machine kind but cost about
  *   50 MB of resident memory under load.
- * - A 512 MB old generation, about 12 times the service's live data. The limit matters less
+ * - A 512 MB old generation, over ten times a thread's live data. The limit matters less
  *   than what V8 derives from it: after each full collection it lets the heap grow by a factor
  *   of the live data, up to 4 when the maximum is 2 GiB or more (as by default on this machine
  *   kind, 24 GiB); below that the factor shrinks with the maximum, from 2 towards 1.3 (1.6 at

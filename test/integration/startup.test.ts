@@ -12,9 +12,9 @@ import { processThreads } from '../../src/threads/process-threads.ts';
 import { THREAD_POOL_NICENESS_OFFSET } from '../../src/threads/thread-pool-priority.ts';
 
 /**
- * The real process entry (src/server.ts) started as a child process: start-up refusals must
- * end the process with a non-zero code and a message naming the variable and never its value;
- * a good configuration must serve and stop cleanly on SIGTERM.
+ * The real process, built as `npm start` builds it, started as a child process: start-up refusals
+ * must end the process with a non-zero code and a message naming the variable and never its
+ * value; a good configuration must serve and stop cleanly on SIGTERM.
  */
 
 const GOOD_SECRET = 'start-up-test-secret-of-at-least-32-bytes';
