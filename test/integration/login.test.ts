@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hashSync, parseOptions } from '@node-rs/argon2';
 import { jwtVerify } from 'jose';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config/config.ts';
@@ -105,6 +106,36 @@ for (const dialect of DIALECTS) {
       test.services.db.updateTable('persons').set(values).where('id', '=', id).execute();
     const loginAuditsOf = async (personId: string) =>
       (await auditEntries(test, 'LoginCommand')).filter((entry) => entry.target_id === personId);
+
+    /** Counts the UPDATEs of each person's row from now on, through a trigger (`stop` removes it). */
+    const countPersonUpdates = async () => {
+      const db = test.services.db;
+      await sql`create table person_update_probe (person_id text not null)`.execute(db);
+      if (dialect === 'postgres') {
+        await sql`create function person_update_probe() returns trigger language plpgsql as $$
+          begin insert into person_update_probe values (new.id); return new; end $$`.execute(db);
+        await sql`create trigger person_update_probe after update on persons
+          for each row execute function person_update_probe()`.execute(db);
+      } else {
+        await sql`create trigger person_update_probe after update on persons
+          begin insert into person_update_probe values (new.id); end`.execute(db);
+      }
+      return {
+        of: async (personId: string) =>
+          (
+            await sql<{
+              person_id: string;
+            }>`select person_id from person_update_probe where person_id = ${personId}`.execute(db)
+          ).rows.length,
+        stop: async () => {
+          await sql`drop trigger person_update_probe ${sql.raw(dialect === 'postgres' ? 'on persons' : '')}`.execute(
+            db,
+          );
+          if (dialect === 'postgres') await sql`drop function person_update_probe()`.execute(db);
+          await sql`drop table person_update_probe`.execute(db);
+        },
+      };
+    };
 
     /** Verified by an independent JWT library with the secret's ASCII bytes as the HMAC key. */
     const verifyWithJose = async (token: string, audience: string) =>
@@ -450,6 +481,24 @@ for (const dialect of DIALECTS) {
         expect((await harness.login({ email: admin.email, password: PASSWORD })).status).toBe(200);
       });
 
+      it('a sign-in with nothing to clear writes nothing to the person; one after a wrong password clears it', async () => {
+        const admin = await createSystemAdmin(test);
+        const updates = await countPersonUpdates();
+        try {
+          expect((await harness.login({ email: admin.email, password: PASSWORD })).status).toBe(200);
+          expect(await updates.of(admin.id)).toBe(0);
+
+          await wrong(admin.email);
+          expect(await updates.of(admin.id)).toBe(1);
+          expect((await harness.login({ email: admin.email, password: PASSWORD })).status).toBe(200);
+          expect(await updates.of(admin.id)).toBe(2);
+          expect((await personRow(admin.id)).failed_login_attempts).toBe(0);
+        } finally {
+          await updates.stop();
+        }
+        expect(await loginAuditsOf(admin.id)).toHaveLength(3);
+      });
+
       it('wrong passwords while locked neither extend the lock nor count', async () => {
         const admin = await createSystemAdmin(test);
         for (let attempt = 1; attempt <= LOCKOUT_THRESHOLD; attempt += 1) await wrong(admin.email);
@@ -471,6 +520,35 @@ for (const dialect of DIALECTS) {
         }
         expect((await personRow(admin.id)).locked_out_until).toBe(until);
       });
+
+      // SQLite runs write transactions one at a time, so only PostgreSQL can have a lock-out
+      // written but not yet committed when the sign-in's transaction reads the row.
+      if (dialect === 'postgres')
+        it('a lock-out still committing when the right password was checked wins over it (race, row lock)', async () => {
+          const admin = await createSystemAdmin(test);
+          const until = new Date(test.clock.now().getTime() + LOCKOUT_SECONDS * 1000).toISOString();
+          let lockCommitted: Promise<void> = Promise.resolve();
+          harness.hasher.duringVerification = () =>
+            new Promise<void>((lockWritten) => {
+              lockCommitted = test.services.db.transaction().execute(async (trx) => {
+                await trx
+                  .updateTable('persons')
+                  .set({ locked_out_until: until })
+                  .where('id', '=', admin.id)
+                  .execute();
+                lockWritten();
+                await new Promise((resolve) => setTimeout(resolve, 200));
+              });
+            });
+          try {
+            const response = await harness.login({ email: admin.email, password: PASSWORD });
+            expect(response.raw).toBe(INVALID_CREDENTIALS_BODY);
+          } finally {
+            harness.hasher.duringVerification = null;
+            await lockCommitted;
+          }
+          expect((await personRow(admin.id)).locked_out_until).toBe(until);
+        });
 
       it('a deletion while the right password was being checked refuses the sign-in (race)', async () => {
         const admin = await createSystemAdmin(test);

@@ -4,7 +4,11 @@ import type { TokenService } from '../../crypto/tokens.ts';
 import { type PersonRow, Role, type Tx } from '../../db/database.ts';
 import { Refusal } from '../../http/messages.ts';
 import { normalizeEmail } from '../persons/person-rules.ts';
-import { findPersonByEmailForSignIn } from '../persons/persons.repository.ts';
+import {
+  findPersonAllowedPasswordSignIn,
+  findPersonByEmailForSignIn,
+  recordPasswordSignIn,
+} from '../persons/persons.repository.ts';
 import { claimedPermissionNames } from '../permissions/permissions.repository.ts';
 import { isLiveScope } from '../scopes/scopes.repository.ts';
 import type { TwoFactorDependencies } from '../two-factor/second-factor.ts';
@@ -60,29 +64,27 @@ export function loginCommand(
         await countFailedPassword(context.tx, person.id, context.now);
         return new Refusal(INVALID_CREDENTIALS);
       }
-      // The password was checked outside the transaction. The success is written only if the
+      // The password was checked outside the transaction. The sign-in completes only if the
       // person is still live and not locked now: a lock set by parallel wrong guesses, or a
       // deletion, in the meantime wins over this sign-in.
-      const signedIn = await context.tx
-        .updateTable('persons')
-        .set({
-          failed_login_attempts: 0,
-          locked_out_until: null,
-          ...(verified.rehash === null ? {} : { password_hash: verified.rehash }),
-        })
-        .where('id', '=', person.id)
-        .where('deleted_at', 'is', null)
-        .where('erasure_requested_at', 'is', null)
-        .where((eb) => eb.or([eb('locked_out_until', 'is', null), eb('locked_out_until', '<=', context.now)]))
-        .returningAll()
-        .executeTakeFirst();
-      if (signedIn === undefined) return new Refusal(INVALID_CREDENTIALS);
+      const current = await findPersonAllowedPasswordSignIn(context.tx, person.id, context.now);
+      if (current === undefined) return new Refusal(INVALID_CREDENTIALS);
+      // Most sign-ins change nothing in the person's row; those write only their audit entry
+      // (on PostgreSQL no new row version per sign-in, on SQLite one page fewer per commit).
+      const signedIn = signInChangesRow(current, verified.rehash)
+        ? await recordPasswordSignIn(context.tx, current.id, verified.rehash)
+        : current;
       // Two-factor active: the password alone earns a challenge, not a token (spec §States).
       const challenge = await challengeInsteadOfToken(context, twoFactor, signedIn);
       if (challenge !== null) return challenge;
       return completeSignIn(context.tx, tokens, signedIn);
     },
   });
+}
+
+/** Whether a successful sign-in has something to clear (failed attempts, an expired lock) or store. */
+function signInChangesRow(person: PersonRow, rehash: string | null): boolean {
+  return person.failed_login_attempts !== 0 || person.locked_out_until !== null || rehash !== null;
 }
 
 function isLocked(person: PersonRow, now: string): boolean {

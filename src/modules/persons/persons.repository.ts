@@ -1,4 +1,4 @@
-import { type Expression, type SqlBool, sql } from 'kysely';
+import { type Expression, PostgresAdapter, type SqlBool, sql } from 'kysely';
 import { newId, newSecurityStamp } from '../../crypto/secrets.ts';
 import {
   type DbOrTx,
@@ -69,6 +69,47 @@ export async function findPersonByEmailForSignIn(
     .where((eb) => (scopeId === null ? eb('scope_id', 'is', null) : eb('scope_id', '=', scopeId)))
     .where('deleted_at', 'is', null)
     .executeTakeFirst();
+}
+
+/**
+ * The person's row if a correct password may sign them in now: live, not suspended for erasure,
+ * not locked out. Read inside the sign-in's transaction; on PostgreSQL the row is locked
+ * (SELECT … FOR UPDATE), so a lock-out or deletion committed while the password was checked
+ * wins, as it would over an UPDATE with these conditions. SQLite runs its write transactions one
+ * at a time, so a plain read inside one is as good.
+ */
+export async function findPersonAllowedPasswordSignIn(
+  tx: Tx,
+  id: string,
+  now: IsoTime,
+): Promise<PersonRow | undefined> {
+  const isPostgres = tx.getExecutor().adapter instanceof PostgresAdapter;
+  return tx
+    .selectFrom('persons')
+    .selectAll()
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .where('erasure_requested_at', 'is', null)
+    .where((eb) => eb.or([eb('locked_out_until', 'is', null), eb('locked_out_until', '<=', now)]))
+    .$if(isPostgres, (query) => query.forUpdate())
+    .executeTakeFirst();
+}
+
+/**
+ * A successful password sign-in: the failed-attempt count and an expired lock are cleared, and
+ * a fresh hash (`rehash`, when the stored one used older parameters) replaces the stored one.
+ */
+export async function recordPasswordSignIn(tx: Tx, id: string, rehash: string | null): Promise<PersonRow> {
+  return tx
+    .updateTable('persons')
+    .set({
+      failed_login_attempts: 0,
+      locked_out_until: null,
+      ...(rehash === null ? {} : { password_hash: rehash }),
+    })
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }
 
 export async function isLivePersonWithRole(db: DbOrTx, id: string, roles: readonly Role[]): Promise<boolean> {
