@@ -53,8 +53,9 @@ export class PasswordHasher {
     return this.#decoyHash;
   }
 
-  hash(password: string): Promise<string> {
-    return this.runBounded(() => hash(password, PASSWORD_HASH_PARAMETERS));
+  /** `stillWanted`: see `runBounded` (a new password whose caller has gone is not hashed). */
+  hash(password: string, stillWanted?: () => boolean): Promise<string> {
+    return this.runBounded(() => hash(password, PASSWORD_HASH_PARAMETERS), stillWanted);
   }
 
   /** `stillWanted`: see `runBounded`. */

@@ -3,11 +3,13 @@ import { expect, vi } from 'vitest';
 import { PasswordHasher, type PasswordVerdict } from '../../src/crypto/passwords.ts';
 import type { TestApp } from './app.ts';
 
-/** A real Argon2 hasher that counts its verifications, so tests can see the decoy being spent. */
+/** A real Argon2 hasher that counts its checks and hashes, so tests can see the decoy being spent. */
 export class CountingPasswordHasher extends PasswordHasher {
   /** Checks asked for (counted when asked, before the bound). */
   verifications = 0;
   decoyVerifications = 0;
+  /** New passwords asked to be hashed (counted when asked, before the bound). */
+  hashes = 0;
   /** Checks that ran in a slot of the bound. */
   checksRun = 0;
 
@@ -23,6 +25,11 @@ export class CountingPasswordHasher extends PasswordHasher {
     const verdict = await super.verify(storedHash, password, stillWanted);
     await this.duringVerification?.();
     return verdict;
+  }
+
+  override hash(password: string, stillWanted?: () => boolean): Promise<string> {
+    this.hashes += 1;
+    return super.hash(password, stillWanted);
   }
 
   override async verifyDecoy(password: string, stillWanted?: () => boolean): Promise<void> {
@@ -58,8 +65,9 @@ export interface AbandonedRequest {
 
 /**
  * Sends `request` over a real connection while every slot of the hasher's bound (`slots` of
- * them) is held, waits until its password check is queued, closes the connection as a client
- * that gives up would, and only then frees the slots. The app must be listening (`listen`).
+ * them) is held, waits until its password check (or the hash of its new password) is queued,
+ * closes the connection as a client that gives up would, and only then frees the slots. The app
+ * must be listening (`listen`).
  * Resolves once the slots are back; the request's own outcome is for the caller to read (its
  * audit entry, say).
  */
@@ -72,7 +80,7 @@ export async function abandonWhileQueued(
   let releaseSlots!: () => void;
   const slotsHeld = new Promise<void>((resolve) => (releaseSlots = resolve));
   const holding = hasher.holdSlots(slots, slotsHeld);
-  const asked = () => hasher.verifications + hasher.decoyVerifications;
+  const asked = () => hasher.verifications + hasher.decoyVerifications + hasher.hashes;
   const askedBefore = asked();
 
   const body = JSON.stringify(request.body);

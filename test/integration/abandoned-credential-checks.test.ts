@@ -25,7 +25,9 @@ import { activateTwoFactor } from '../helpers/two-factor.ts';
  * Every password check queued for the process-wide bound (spec §Authentication 10) is dropped
  * when its client has gone by the time a slot comes: the re-authentications under a bearer token
  * and the confirmation of a self-registration, as the sign-in (login.test.ts). Nothing is
- * hashed, no failure is charged, and the command's audit entry says why it failed.
+ * hashed, no failure is charged, and the command's audit entry says why it failed. So is the
+ * hash of a new password whose client has gone (a person created, a password reset): nothing is
+ * written, and the request can be made again.
  */
 for (const dialect of DIALECTS) {
   describe(`a client that gives up while its password check waits for the bound (${dialect})`, () => {
@@ -33,6 +35,7 @@ for (const dialect of DIALECTS) {
     let sink: SmtpSink;
     let hasher: CountingPasswordHasher;
     let scopeId: string;
+    let owner: PersonFixture;
 
     beforeAll(async () => {
       sink = await SmtpSink.start();
@@ -43,10 +46,11 @@ for (const dialect of DIALECTS) {
           SERVICE_SMTP_URL: sink.url,
           SERVICE_EMAIL_FROM: 'Portcullis <no-reply@portcullis.test>',
           SERVICE_EMAIL_VERIFICATION_URL: 'https://app.example.test/verify',
+          SERVICE_PASSWORD_RESET_URL: 'https://app.example.test/reset',
         },
       });
       await test.app.listen({ port: 0, host: '127.0.0.1' });
-      const owner = await createScopeAdmin(test);
+      owner = await createScopeAdmin(test);
       scopeId = (await createScope(test, [owner.id], { self_registration_enabled: 1 })).id;
     });
     afterAll(async () => {
@@ -143,6 +147,46 @@ for (const dialect of DIALECTS) {
         expect(await reauthenticationFailures(person)).toBe(0);
       },
     );
+
+    it('a User created by a Scope Admin: no hash spent, nobody created, the same request works again', async () => {
+      const email = `created-${dialect}-${Date.now()}@example.test`;
+      const request: AbandonedRequest = {
+        method: 'POST',
+        url: `/api/scopes/${scopeId}/persons`,
+        body: { name: 'Ada Created', email, password: PASSWORD },
+        token: owner.token,
+      };
+      const personsWithEmail = () =>
+        test.services.db.selectFrom('persons').select('id').where('email_normalized', '=', email).execute();
+
+      await expectDropped('CreateScopeUserCommand', null, request);
+      expect(await personsWithEmail()).toHaveLength(0);
+
+      const again = await post(test, request.url, request.body, request.token);
+      expect(again.status).toBe(200);
+      expect(await personsWithEmail()).toHaveLength(1);
+    });
+
+    it('a password reset with a link: no hash spent, the password unchanged, the link still works', async () => {
+      const person = await createUser(test, scopeId);
+      expect((await post(test, '/api/auth/password-recovery', { email: person.email, scopeId })).status).toBe(
+        200,
+      );
+      const token = linkTokenOf(await sink.waitForMail(person.email, 1));
+      const storedHash = async () => (await personRow(test, person.id))!.password_hash;
+      const hashBefore = await storedHash();
+      const body = { token, newPassword: 'a brand new passphrase' };
+
+      await expectDropped('ResetPasswordCommand', person.id, {
+        method: 'POST',
+        url: '/api/auth/password-reset',
+        body,
+      });
+      expect(await storedHash()).toBe(hashBefore);
+
+      expect((await post(test, '/api/auth/password-reset', body)).status).toBe(200);
+      expect(await storedHash()).not.toBe(hashBefore);
+    });
 
     it('verify-email of a pending registration: no hash spent, no guess spent', async () => {
       const email = `registrant-${dialect}-${Date.now()}@example.test`;

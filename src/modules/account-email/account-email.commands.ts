@@ -110,7 +110,10 @@ export function resetPasswordCommand(passwords: PasswordHasher) {
       const followed = await readLink(context.db, body.token, 'password-reset', context.now);
       if (followed === null) throw new Refusal('Invalid token.');
       context.setTarget(followed.person.id);
-      return { token: body.token, passwordHash: await passwords.hash(body.newPassword) };
+      return {
+        token: body.token,
+        passwordHash: await passwords.hash(body.newPassword, context.callerConnected),
+      };
     },
     async execute(context, prepared) {
       const { tx, now } = context;

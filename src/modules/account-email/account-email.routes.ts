@@ -72,7 +72,7 @@ export function accountEmailRoutes(app: App, services: Services): void {
       },
     },
     async (request) => {
-      await commands.run(resetPassword, request.body, null);
+      await commands.run(resetPassword, request.body, null, connectionOf(request));
       return ok(null, 'Password reset successfully. Sign in with the new password.');
     },
   );

@@ -113,7 +113,7 @@ export function personCommands({ passwords, events, secrets }: PersonCommandDepe
     const problem = passwordProblem(input.password);
     if (problem !== null) throw new Refusal(problem);
     const { password, ...rest } = input;
-    return { ...rest, name, passwordHash: await passwords.hash(password) };
+    return { ...rest, name, passwordHash: await passwords.hash(password, context.callerConnected) };
   }
 
   async function insertNewPerson(context: ExecuteContext, input: PreparedNewPerson): Promise<PersonRow> {

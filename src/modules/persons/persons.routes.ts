@@ -73,7 +73,12 @@ export function personRoutes(app: App, services: Services, events: PersonEvents 
     },
     async (request) => {
       const caller = callerOf(request);
-      const row = await run(commands.createPerson, { caller, body: request.body }, caller);
+      const row = await run(
+        commands.createPerson,
+        { caller, body: request.body },
+        caller,
+        connectionOf(request),
+      );
       return ok(await presentPerson(db, row, caller), 'Person created successfully.');
     },
   );
@@ -95,7 +100,7 @@ export function personRoutes(app: App, services: Services, events: PersonEvents 
     async (request) => {
       const caller = callerOf(request);
       const input = { caller, scopeId: request.params.scopeId, body: request.body };
-      const row = await run(commands.createScopeUser, input, caller);
+      const row = await run(commands.createScopeUser, input, caller, connectionOf(request));
       return ok(await presentPerson(db, row, caller), 'Person created successfully.');
     },
   );
@@ -117,7 +122,7 @@ export function personRoutes(app: App, services: Services, events: PersonEvents 
     async (request) => {
       const caller = callerOf(request);
       const input = { caller, scopeId: request.params.scopeId, body: request.body };
-      const row = await run(commands.createScopeOwner, input, caller);
+      const row = await run(commands.createScopeOwner, input, caller, connectionOf(request));
       return ok(await presentPerson(db, row, caller), 'Owner created successfully.');
     },
   );
