@@ -1,4 +1,12 @@
-import { type Expression, type SqlBool, sql } from 'kysely';
+import { type Expression, PostgresAdapter, type SqlBool, sql } from 'kysely';
+import type { DbOrTx } from './database.ts';
+
+/**
+ * Whether `db` talks to PostgreSQL. There, a transaction that must hold a row against concurrent
+ * writers reads it `FOR UPDATE`; SQLite has no such clause and needs none: it runs one write
+ * transaction at a time.
+ */
+export const isPostgres = (db: DbOrTx): boolean => db.getExecutor().adapter instanceof PostgresAdapter;
 
 /** The form stored in *_normalized columns: trimmed and lower-cased (case-insensitive names). */
 export const normalizeText = (text: string): string => text.trim().toLowerCase();

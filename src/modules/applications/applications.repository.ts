@@ -1,4 +1,4 @@
-import { type Expression, type ExpressionBuilder, PostgresAdapter, type SqlBool } from 'kysely';
+import { type Expression, type ExpressionBuilder, type SqlBool } from 'kysely';
 import type {
   ApplicationCredentialRow,
   ApplicationRow,
@@ -8,7 +8,7 @@ import type {
   Tx,
 } from '../../db/database.ts';
 import { preparedQuery } from '../../db/prepared-query.ts';
-import { containsNormalized } from '../../db/query-helpers.ts';
+import { containsNormalized, isPostgres } from '../../db/query-helpers.ts';
 import type { PageRequest } from '../../http/pagination.ts';
 
 // ---------------------------------------------------------------------------------------------
@@ -37,12 +37,11 @@ export async function findApplication(
  * transactions are already serialized; a plain read suffices there.
  */
 export async function lockApplication(tx: Tx, id: string): Promise<void> {
-  const isPostgres = tx.getExecutor().adapter instanceof PostgresAdapter;
   await tx
     .selectFrom('applications')
     .select('id')
     .where('id', '=', id)
-    .$if(isPostgres, (query) => query.forUpdate())
+    .$if(isPostgres(tx), (query) => query.forUpdate())
     .execute();
 }
 

@@ -1,4 +1,4 @@
-import { type Expression, PostgresAdapter, type SqlBool, sql } from 'kysely';
+import { type Expression, type SqlBool, sql } from 'kysely';
 import { newId, newSecurityStamp } from '../../crypto/secrets.ts';
 import {
   type DbOrTx,
@@ -10,7 +10,7 @@ import {
   type Tx,
 } from '../../db/database.ts';
 import { preparedQuery } from '../../db/prepared-query.ts';
-import { containsNormalized } from '../../db/query-helpers.ts';
+import { containsNormalized, isPostgres } from '../../db/query-helpers.ts';
 import type { PageRequest } from '../../http/pagination.ts';
 
 /** What authentication needs of a person on every request: one primary-key read. */
@@ -83,7 +83,6 @@ export async function findPersonAllowedPasswordSignIn(
   id: string,
   now: IsoTime,
 ): Promise<PersonRow | undefined> {
-  const isPostgres = tx.getExecutor().adapter instanceof PostgresAdapter;
   return tx
     .selectFrom('persons')
     .selectAll()
@@ -91,7 +90,7 @@ export async function findPersonAllowedPasswordSignIn(
     .where('deleted_at', 'is', null)
     .where('erasure_requested_at', 'is', null)
     .where((eb) => eb.or([eb('locked_out_until', 'is', null), eb('locked_out_until', '<=', now)]))
-    .$if(isPostgres, (query) => query.forUpdate())
+    .$if(isPostgres(tx), (query) => query.forUpdate())
     .executeTakeFirst();
 }
 
