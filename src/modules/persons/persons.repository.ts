@@ -111,16 +111,31 @@ export async function recordPasswordSignIn(tx: Tx, id: string, rehash: string | 
     .executeTakeFirstOrThrow();
 }
 
+/**
+ * Whether the person is live, not awaiting erasure, and holds one of the roles: checked for every
+ * owner of a new scope or application. Compiled once per set of roles (see preparedQuery; the
+ * callers pass a few fixed sets).
+ */
 export async function isLivePersonWithRole(db: DbOrTx, id: string, roles: readonly Role[]): Promise<boolean> {
-  const row = await db
-    .selectFrom('persons')
-    .select('id')
-    .where('id', '=', id)
-    .where('role', 'in', roles)
-    .where('deleted_at', 'is', null)
-    .where('erasure_requested_at', 'is', null)
-    .executeTakeFirst();
-  return row !== undefined;
+  return (await livePersonWithRoleQuery(roles)(db, id)).length > 0;
+}
+
+const livePersonWithRoleQueries = new Map<string, ReturnType<typeof livePersonWithRole>>();
+const livePersonWithRole = (roles: readonly Role[]) =>
+  preparedQuery(1, (db, id: string) =>
+    db
+      .selectFrom('persons')
+      .select('id')
+      .where('id', '=', id)
+      .where('role', 'in', roles)
+      .where('deleted_at', 'is', null)
+      .where('erasure_requested_at', 'is', null),
+  );
+function livePersonWithRoleQuery(roles: readonly Role[]) {
+  const key = [...roles].sort().join(',');
+  let query = livePersonWithRoleQueries.get(key);
+  if (query === undefined) livePersonWithRoleQueries.set(key, (query = livePersonWithRole(roles)));
+  return query;
 }
 
 export async function hasLiveSystemAdmin(db: DbOrTx): Promise<boolean> {
@@ -193,6 +208,16 @@ export async function findPerson(
 
 export async function updatePerson(tx: Tx, id: string, changes: PersonUpdate): Promise<void> {
   await tx.updateTable('persons').set(changes).where('id', '=', id).execute();
+}
+
+/** Logically deletes the live persons of a scope (its Users), with the scope itself. */
+export async function markPersonsOfScopeDeleted(tx: Tx, scopeId: string, now: string): Promise<void> {
+  await tx
+    .updateTable('persons')
+    .set({ deleted_at: now, updated_at: now })
+    .where('scope_id', '=', scopeId)
+    .where('deleted_at', 'is', null)
+    .execute();
 }
 
 export async function deletePersonRow(tx: Tx, id: string): Promise<boolean> {

@@ -1,14 +1,23 @@
 import { defineCommand, type ExecuteContext } from '../../audit/command-runner.ts';
 import { isAbsoluteHttpUrl } from '../../config/config.ts';
 import { newId } from '../../crypto/secrets.ts';
-import { Role, type ScopeRow, type Tx, toFlag } from '../../db/database.ts';
+import { Role, type ScopeRow, toFlag } from '../../db/database.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { Caller } from '../../http/access.ts';
 import { Refusal } from '../../http/messages.ts';
 import { markExtidpUsersOfScopeDeleted } from '../extidp/extidp.repository.ts';
-import { isLivePersonWithRole } from '../persons/persons.repository.ts';
+import { markApplicationsOfScopeDeleted } from '../applications/applications.repository.ts';
+import { isLivePersonWithRole, markPersonsOfScopeDeleted } from '../persons/persons.repository.ts';
 import { requireManageableScope } from './scope-access.ts';
-import { findScope } from './scopes.repository.ts';
+import {
+  deleteScopeRow,
+  findScope,
+  insertScope,
+  insertScopeOwners,
+  isScopeNameTaken,
+  markScopeDeleted,
+  updateScopeRow,
+} from './scopes.repository.ts';
 import type { CreateScopeBody, EmailLinksBody, UpdateScopeBody } from './scopes.schemas.ts';
 import { MAXIMUM_EMAIL_LINK_LENGTH } from './scopes.schemas.ts';
 import { normalizeText } from '../../db/query-helpers.ts';
@@ -25,17 +34,6 @@ async function withUniqueName<T>(write: () => Promise<T>): Promise<T> {
   }
 }
 
-async function nameTaken(tx: Tx, name: string, exceptId: string | null): Promise<boolean> {
-  const row = await tx
-    .selectFrom('scopes')
-    .select('id')
-    .where('name_normalized', '=', normalizeText(name))
-    .where('deleted_at', 'is', null)
-    .$if(exceptId !== null, (query) => query.where('id', '!=', exceptId ?? ''))
-    .executeTakeFirst();
-  return row !== undefined;
-}
-
 export const createScope = defineCommand({
   name: 'CreateScopeCommand',
   async execute(context, body: CreateScopeBody): Promise<ScopeRow | Refusal> {
@@ -46,7 +44,8 @@ export const createScope = defineCommand({
         return new Refusal('Every owner must be a live Scope Admin or System Admin.');
       }
     }
-    if (await nameTaken(tx, body.name, null)) return new Refusal('A scope with this name already exists.');
+    if (await isScopeNameTaken(tx, body.name, null))
+      return new Refusal('A scope with this name already exists.');
     const id = newId();
     context.setTarget(id);
     const row: ScopeRow = {
@@ -62,11 +61,8 @@ export const createScope = defineCommand({
       created_at: now,
       updated_at: now,
     };
-    await withUniqueName(() => tx.insertInto('scopes').values(row).execute());
-    await tx
-      .insertInto('scope_owners')
-      .values(ownerIds.map((personId) => ({ scope_id: id, person_id: personId, created_at: now })))
-      .execute();
+    await withUniqueName(() => insertScope(tx, row));
+    await insertScopeOwners(tx, id, ownerIds, now);
     return row;
   },
 });
@@ -78,7 +74,7 @@ export const updateScope = defineCommand({
     context.setTarget(input.id);
     const scope = await findScope(tx, input.id);
     if (scope === undefined) return new Refusal('Scope not found.');
-    if (await nameTaken(tx, input.body.name, scope.id))
+    if (await isScopeNameTaken(tx, input.body.name, scope.id))
       return new Refusal('A scope with this name already exists.');
     const changes = {
       name: input.body.name.trim(),
@@ -86,7 +82,7 @@ export const updateScope = defineCommand({
       description: input.body.description ?? '',
       updated_at: now,
     };
-    await withUniqueName(() => tx.updateTable('scopes').set(changes).where('id', '=', scope.id).execute());
+    await withUniqueName(() => updateScopeRow(tx, scope.id, changes));
     return { ...scope, ...changes };
   },
 });
@@ -104,7 +100,7 @@ export const deleteScope = defineCommand({
     const scope = await findScope(tx, id, true);
     if (scope === undefined) return new Refusal('Scope not found.');
     if (scope.deleted_at !== null) return { id, alreadyDeleted: true };
-    await tx.updateTable('scopes').set({ deleted_at: now, updated_at: now }).where('id', '=', id).execute();
+    await markScopeDeleted(tx, id, now);
     await cascadeScopeDeletion(context, id);
     return { id, alreadyDeleted: false };
   },
@@ -112,20 +108,10 @@ export const deleteScope = defineCommand({
 
 /** What a scope's logical deletion takes with it; each module adds its own rows here. */
 async function cascadeScopeDeletion(context: ExecuteContext, scopeId: string): Promise<void> {
-  await context.tx
-    .updateTable('persons')
-    .set({ deleted_at: context.now, updated_at: context.now })
-    .where('scope_id', '=', scopeId)
-    .where('deleted_at', 'is', null)
-    .execute();
+  await markPersonsOfScopeDeleted(context.tx, scopeId, context.now);
   // The scope's applications go too: their secrets stop being exchanged and their tokens fail
   // the live check (which also checks the scope itself).
-  await context.tx
-    .updateTable('applications')
-    .set({ deleted_at: context.now, updated_at: context.now })
-    .where('scope_id', '=', scopeId)
-    .where('deleted_at', 'is', null)
-    .execute();
+  await markApplicationsOfScopeDeleted(context.tx, scopeId, context.now);
   await markExtidpUsersOfScopeDeleted(context.tx, scopeId, context.now);
 }
 
@@ -137,8 +123,7 @@ export const hardDeleteScope = defineCommand({
   name: 'HardDeleteScopeCommand',
   async execute(context, id: string): Promise<{ id: string } | Refusal> {
     context.setTarget(id);
-    const deleted = await context.tx.deleteFrom('scopes').where('id', '=', id).executeTakeFirst();
-    if (deleted.numDeletedRows === 0n) return new Refusal('Scope not found.');
+    if (!(await deleteScopeRow(context.tx, id))) return new Refusal('Scope not found.');
     return { id };
   },
 });
@@ -194,6 +179,6 @@ async function updateSettings(
   context.setTarget(input.scopeId);
   const scope = await requireManageableScope(context.tx, input.caller, input.scopeId);
   const updated = { ...changes, updated_at: context.now };
-  await context.tx.updateTable('scopes').set(updated).where('id', '=', scope.id).execute();
+  await updateScopeRow(context.tx, scope.id, updated);
   return { ...scope, ...updated };
 }

@@ -1,6 +1,6 @@
-import type { DbOrTx, ScopeRow } from '../../db/database.ts';
+import type { DbOrTx, ScopeRow, Tx } from '../../db/database.ts';
 import { preparedQuery } from '../../db/prepared-query.ts';
-import { containsNormalized } from '../../db/query-helpers.ts';
+import { containsNormalized, normalizeText } from '../../db/query-helpers.ts';
 import type { PageRequest } from '../../http/pagination.ts';
 
 export interface ScopeWithOwners {
@@ -138,4 +138,110 @@ const selectRowCount = preparedQuery(1, (db, name: string) =>
 async function countedScopes(db: DbOrTx, includeDeleted: boolean): Promise<number> {
   const [row] = await selectRowCount(db, includeDeleted ? 'scopes.all' : 'scopes.live');
   return Number(row?.value ?? 0);
+}
+
+const selectLiveScopeNamed = preparedQuery(1, (db, nameNormalized: string) =>
+  db
+    .selectFrom('scopes')
+    .select('id')
+    .where('name_normalized', '=', nameNormalized)
+    .where('deleted_at', 'is', null),
+);
+const selectOtherLiveScopeNamed = preparedQuery(2, (db, nameNormalized: string, exceptId: string) =>
+  db
+    .selectFrom('scopes')
+    .select('id')
+    .where('name_normalized', '=', nameNormalized)
+    .where('deleted_at', 'is', null)
+    .where('id', '!=', exceptId),
+);
+
+/** Whether a live scope (other than `exceptId`) has this name, compared normalized. */
+export async function isScopeNameTaken(db: DbOrTx, name: string, exceptId: string | null): Promise<boolean> {
+  const rows =
+    exceptId === null
+      ? await selectLiveScopeNamed(db, normalizeText(name))
+      : await selectOtherLiveScopeNamed(db, normalizeText(name), exceptId);
+  return rows.length > 0;
+}
+
+const insertScopeRow = preparedQuery(
+  11,
+  (
+    db,
+    id: string,
+    name: string,
+    nameNormalized: string,
+    description: string,
+    extidpSignInEnabled: ScopeRow['extidp_signin_enabled'],
+    selfRegistrationEnabled: ScopeRow['self_registration_enabled'],
+    emailVerificationUrl: string | null,
+    passwordResetUrl: string | null,
+    deletedAt: string | null,
+    createdAt: string,
+    updatedAt: string,
+  ) =>
+    db.insertInto('scopes').values({
+      id,
+      name,
+      name_normalized: nameNormalized,
+      description,
+      extidp_signin_enabled: extidpSignInEnabled,
+      self_registration_enabled: selfRegistrationEnabled,
+      email_verification_url: emailVerificationUrl,
+      password_reset_url: passwordResetUrl,
+      deleted_at: deletedAt,
+      created_at: createdAt,
+      updated_at: updatedAt,
+    }),
+);
+
+/** Compiled once (see preparedQuery): scope creation is the benchmark's audited write. */
+export async function insertScope(tx: Tx, row: ScopeRow): Promise<void> {
+  await insertScopeRow(
+    tx,
+    row.id,
+    row.name,
+    row.name_normalized,
+    row.description,
+    row.extidp_signin_enabled,
+    row.self_registration_enabled,
+    row.email_verification_url,
+    row.password_reset_url,
+    row.deleted_at,
+    row.created_at,
+    row.updated_at,
+  );
+}
+
+const insertScopeOwnerRow = preparedQuery(3, (db, scopeId: string, personId: string, createdAt: string) =>
+  db.insertInto('scope_owners').values({ scope_id: scopeId, person_id: personId, created_at: createdAt }),
+);
+
+/** One row per owner, each by the same compiled statement (a scope has one owner or a few). */
+export async function insertScopeOwners(
+  tx: Tx,
+  scopeId: string,
+  personIds: readonly string[],
+  createdAt: string,
+): Promise<void> {
+  for (const personId of personIds) await insertScopeOwnerRow(tx, scopeId, personId, createdAt);
+}
+
+export async function updateScopeRow(
+  tx: Tx,
+  id: string,
+  changes: Partial<Omit<ScopeRow, 'id' | 'created_at'>>,
+): Promise<void> {
+  await tx.updateTable('scopes').set(changes).where('id', '=', id).execute();
+}
+
+export async function markScopeDeleted(tx: Tx, id: string, now: string): Promise<void> {
+  await tx.updateTable('scopes').set({ deleted_at: now, updated_at: now }).where('id', '=', id).execute();
+}
+
+/** Deletes the scope row for good (its ownership rows and Users cascade); false when none was there. */
+export async function deleteScopeRow(tx: Tx, id: string): Promise<boolean> {
+  const deleted = await tx.deleteFrom('scopes').where('id', '=', id).executeTakeFirst();
+  return deleted.numDeletedRows > 0n;
 }
