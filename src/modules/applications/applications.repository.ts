@@ -45,16 +45,6 @@ export async function lockApplication(tx: Tx, id: string): Promise<void> {
     .execute();
 }
 
-/** Logically deletes the live applications of a scope, with the scope itself. */
-export async function markApplicationsOfScopeDeleted(tx: Tx, scopeId: string, now: IsoTime): Promise<void> {
-  await tx
-    .updateTable('applications')
-    .set({ deleted_at: now, updated_at: now })
-    .where('scope_id', '=', scopeId)
-    .where('deleted_at', 'is', null)
-    .execute();
-}
-
 export interface ApplicationFilter {
   readonly name: string | null;
   readonly ownerId: string | null;

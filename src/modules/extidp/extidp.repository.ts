@@ -116,16 +116,6 @@ export async function markExtidpUserDeleted(tx: Tx, id: string, now: IsoTime): P
     .execute();
 }
 
-/** A scope's logical deletion takes its live external-provider users with it. */
-export async function markExtidpUsersOfScopeDeleted(tx: Tx, scopeId: string, now: IsoTime): Promise<void> {
-  await tx
-    .updateTable('extidp_users')
-    .set({ deleted_at: now, updated_at: now })
-    .where('scope_id', '=', scopeId)
-    .where('deleted_at', 'is', null)
-    .execute();
-}
-
 /** Permanently removes a user of the scope: false when there was none. */
 export async function removeExtidpUser(tx: Tx, scopeId: string, id: string): Promise<boolean> {
   const result = await tx

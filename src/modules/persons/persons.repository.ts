@@ -210,16 +210,6 @@ export async function updatePerson(tx: Tx, id: string, changes: PersonUpdate): P
   await tx.updateTable('persons').set(changes).where('id', '=', id).execute();
 }
 
-/** Logically deletes the live persons of a scope (its Users), with the scope itself. */
-export async function markPersonsOfScopeDeleted(tx: Tx, scopeId: string, now: string): Promise<void> {
-  await tx
-    .updateTable('persons')
-    .set({ deleted_at: now, updated_at: now })
-    .where('scope_id', '=', scopeId)
-    .where('deleted_at', 'is', null)
-    .execute();
-}
-
 export async function deletePersonRow(tx: Tx, id: string): Promise<boolean> {
   const deleted = await tx.deleteFrom('persons').where('id', '=', id).executeTakeFirst();
   return deleted.numDeletedRows > 0n;

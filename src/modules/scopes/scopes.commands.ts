@@ -3,11 +3,10 @@ import { isAbsoluteHttpUrl } from '../../config/config.ts';
 import { newId } from '../../crypto/secrets.ts';
 import { Role, type ScopeRow, toFlag } from '../../db/database.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
+import { normalizeText } from '../../db/query-helpers.ts';
 import type { Caller } from '../../http/access.ts';
 import { Refusal } from '../../http/messages.ts';
-import { markExtidpUsersOfScopeDeleted } from '../extidp/extidp.repository.ts';
-import { markApplicationsOfScopeDeleted } from '../applications/applications.repository.ts';
-import { isLivePersonWithRole, markPersonsOfScopeDeleted } from '../persons/persons.repository.ts';
+import { isLivePersonWithRole } from '../persons/persons.repository.ts';
 import { requireManageableScope } from './scope-access.ts';
 import {
   deleteScopeRow,
@@ -15,12 +14,12 @@ import {
   insertScope,
   insertScopeOwners,
   isScopeNameTaken,
+  markScopeContentsDeleted,
   markScopeDeleted,
   updateScopeRow,
 } from './scopes.repository.ts';
 import type { CreateScopeBody, EmailLinksBody, UpdateScopeBody } from './scopes.schemas.ts';
 import { MAXIMUM_EMAIL_LINK_LENGTH } from './scopes.schemas.ts';
-import { normalizeText } from '../../db/query-helpers.ts';
 
 const OWNER_ROLES = [Role.SystemAdmin, Role.ScopeAdmin];
 
@@ -101,19 +100,10 @@ export const deleteScope = defineCommand({
     if (scope === undefined) return new Refusal('Scope not found.');
     if (scope.deleted_at !== null) return { id, alreadyDeleted: true };
     await markScopeDeleted(tx, id, now);
-    await cascadeScopeDeletion(context, id);
+    await markScopeContentsDeleted(tx, id, now);
     return { id, alreadyDeleted: false };
   },
 });
-
-/** What a scope's logical deletion takes with it; each module adds its own rows here. */
-async function cascadeScopeDeletion(context: ExecuteContext, scopeId: string): Promise<void> {
-  await markPersonsOfScopeDeleted(context.tx, scopeId, context.now);
-  // The scope's applications go too: their secrets stop being exchanged and their tokens fail
-  // the live check (which also checks the scope itself).
-  await markApplicationsOfScopeDeleted(context.tx, scopeId, context.now);
-  await markExtidpUsersOfScopeDeleted(context.tx, scopeId, context.now);
-}
 
 /**
  * Permanent delete in any state: the scope, its ownership rows and its Users go (foreign keys

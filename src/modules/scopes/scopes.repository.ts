@@ -240,6 +240,24 @@ export async function markScopeDeleted(tx: Tx, id: string, now: string): Promise
   await tx.updateTable('scopes').set({ deleted_at: now, updated_at: now }).where('id', '=', id).execute();
 }
 
+/**
+ * What lives in a scope and goes with its logical deletion: its Users, its applications (their
+ * secrets stop being exchanged and their tokens fail the live check) and its external-provider
+ * users. A module whose rows belong to a scope adds its table here.
+ */
+const TABLES_IN_A_SCOPE = ['persons', 'applications', 'extidp_users'] as const;
+
+export async function markScopeContentsDeleted(tx: Tx, scopeId: string, now: string): Promise<void> {
+  for (const table of TABLES_IN_A_SCOPE) {
+    await tx
+      .updateTable(table)
+      .set({ deleted_at: now, updated_at: now })
+      .where('scope_id', '=', scopeId)
+      .where('deleted_at', 'is', null)
+      .execute();
+  }
+}
+
 /** Deletes the scope row for good (its ownership rows and Users cascade); false when none was there. */
 export async function deleteScopeRow(tx: Tx, id: string): Promise<boolean> {
   const deleted = await tx.deleteFrom('scopes').where('id', '=', id).executeTakeFirst();
