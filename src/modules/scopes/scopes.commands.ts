@@ -15,7 +15,6 @@ import {
   insertScopeOwners,
   isScopeNameTaken,
   markScopeContentsDeleted,
-  markScopeDeleted,
   updateScopeRow,
 } from './scopes.repository.ts';
 import type { CreateScopeBody, EmailLinksBody, UpdateScopeBody } from './scopes.schemas.ts';
@@ -99,7 +98,7 @@ export const deleteScope = defineCommand({
     const scope = await findScope(tx, id, true);
     if (scope === undefined) return new Refusal('Scope not found.');
     if (scope.deleted_at !== null) return { id, alreadyDeleted: true };
-    await markScopeDeleted(tx, id, now);
+    await updateScopeRow(tx, id, { deleted_at: now, updated_at: now });
     await markScopeContentsDeleted(tx, id, now);
     return { id, alreadyDeleted: false };
   },

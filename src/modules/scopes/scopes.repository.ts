@@ -236,10 +236,6 @@ export async function updateScopeRow(
   await tx.updateTable('scopes').set(changes).where('id', '=', id).execute();
 }
 
-export async function markScopeDeleted(tx: Tx, id: string, now: string): Promise<void> {
-  await tx.updateTable('scopes').set({ deleted_at: now, updated_at: now }).where('id', '=', id).execute();
-}
-
 /**
  * What lives in a scope and goes with its logical deletion: its Users, its applications (their
  * secrets stop being exchanged and their tokens fail the live check) and its external-provider
