@@ -93,6 +93,24 @@ for (const dialect of DIALECTS) {
         });
       });
 
+      it('accepts the name of a logically deleted scope', async () => {
+        const gone = await createScope(test, [admin.id], { name: 'Create Freed' });
+        const deleted = await test.request({
+          method: 'DELETE',
+          url: `/api/scopes/${gone.id}`,
+          token: admin.token,
+        });
+        expect(deleted.status).toBe(200);
+        const response = await test.request({
+          method: 'POST',
+          url: '/api/scopes',
+          token: admin.token,
+          body: { name: 'create FREED', ownerIds: [admin.id] },
+        });
+        expect(response.status).toBe(200);
+        expect(response.body.data.name).toBe('create FREED');
+      });
+
       it('refuses an owner who is a User or does not exist', async () => {
         const scope = await createScope(test, [admin.id]);
         const user = await createUser(test, scope.id);
@@ -278,6 +296,49 @@ for (const dialect of DIALECTS) {
         });
         expect(malformed.status).toBe(400);
         expect(malformed.body.errors).toEqual(['The request is malformed.']);
+      });
+    });
+
+    describe('rename', () => {
+      const rename = (id: string, name: string) =>
+        test.request({ method: 'PUT', url: `/api/scopes/${id}`, token: admin.token, body: { name } });
+
+      it('refuses another live scope’s name, case-insensitively, with 409 and changes nothing', async () => {
+        await createScope(test, [admin.id], { name: 'Rename Taken' });
+        const scope = await createScope(test, [admin.id], { name: 'Rename Source' });
+        const response = await rename(scope.id, '  rename TAKEN ');
+        expect(response.status).toBe(409);
+        expect(response.body.errors).toEqual(['A scope with this name already exists.']);
+        const row = await test.services.db
+          .selectFrom('scopes')
+          .select('name')
+          .where('id', '=', scope.id)
+          .executeTakeFirstOrThrow();
+        expect(row.name).toBe('Rename Source');
+        const [entry] = (await auditEntries(test, 'UpdateScopeCommand')).filter(
+          (candidate) => candidate.target_id === scope.id,
+        );
+        expect(entry).toMatchObject({
+          succeeded: 0,
+          failure_reason: 'A scope with this name already exists.',
+        });
+      });
+
+      it('lets a scope keep its own name in another case, and take a deleted scope’s name', async () => {
+        const scope = await createScope(test, [admin.id], { name: 'Rename Self' });
+        const recased = await rename(scope.id, 'RENAME self');
+        expect(recased.status).toBe(200);
+        expect(recased.body.data.name).toBe('RENAME self');
+        const gone = await createScope(test, [admin.id], { name: 'Rename Freed' });
+        const deleted = await test.request({
+          method: 'DELETE',
+          url: `/api/scopes/${gone.id}`,
+          token: admin.token,
+        });
+        expect(deleted.status).toBe(200);
+        const reused = await rename(scope.id, 'Rename Freed');
+        expect(reused.status).toBe(200);
+        expect(reused.body.data.name).toBe('Rename Freed');
       });
     });
 
