@@ -32,6 +32,17 @@ for (const dialect of DIALECTS) {
         ).n,
       );
 
+    /** A scope deleted logically through the API, so its name is free again. */
+    const createDeletedScope = async (name: string) => {
+      const scope = await createScope(test, [admin.id], { name });
+      const deleted = await test.request({
+        method: 'DELETE',
+        url: `/api/scopes/${scope.id}`,
+        token: admin.token,
+      });
+      expect(deleted.status).toBe(200);
+    };
+
     describe('create', () => {
       it('creates a scope with its owners and records CreateScopeCommand', async () => {
         const owner = await createScopeAdmin(test);
@@ -94,13 +105,7 @@ for (const dialect of DIALECTS) {
       });
 
       it('accepts the name of a logically deleted scope', async () => {
-        const gone = await createScope(test, [admin.id], { name: 'Create Freed' });
-        const deleted = await test.request({
-          method: 'DELETE',
-          url: `/api/scopes/${gone.id}`,
-          token: admin.token,
-        });
-        expect(deleted.status).toBe(200);
+        await createDeletedScope('Create Freed');
         const response = await test.request({
           method: 'POST',
           url: '/api/scopes',
@@ -329,13 +334,7 @@ for (const dialect of DIALECTS) {
         const recased = await rename(scope.id, 'RENAME self');
         expect(recased.status).toBe(200);
         expect(recased.body.data.name).toBe('RENAME self');
-        const gone = await createScope(test, [admin.id], { name: 'Rename Freed' });
-        const deleted = await test.request({
-          method: 'DELETE',
-          url: `/api/scopes/${gone.id}`,
-          token: admin.token,
-        });
-        expect(deleted.status).toBe(200);
+        await createDeletedScope('Rename Freed');
         const reused = await rename(scope.id, 'Rename Freed');
         expect(reused.status).toBe(200);
         expect(reused.body.data.name).toBe('Rename Freed');

@@ -1,14 +1,15 @@
 import { defineCommand } from '../../audit/command-runner.ts';
 import { newId } from '../../crypto/secrets.ts';
 import { type ApplicationRow, Role, type Tx } from '../../db/database.ts';
+import { normalizeText } from '../../db/query-helpers.ts';
 import { type Caller, isSystemAdmin } from '../../http/access.ts';
 import { Refusal } from '../../http/messages.ts';
 import { isLivePersonWithRole } from '../persons/persons.repository.ts';
 import { requireManageableScope } from '../scopes/scope-access.ts';
 import { findScope, isScopeOwner } from '../scopes/scopes.repository.ts';
 import { requireManageableApplication } from './application-access.ts';
+import { deleteApplicationRow, insertApplication, updateApplicationRow } from './applications.repository.ts';
 import type { ApplicationBody } from './applications.schemas.ts';
-import { normalizeText } from '../../db/query-helpers.ts';
 
 const OWNER_ROLES = [Role.SystemAdmin, Role.ScopeAdmin];
 
@@ -51,7 +52,7 @@ export const createApplication = defineCommand({
       updated_at: now,
     };
     context.setTarget(row.id);
-    await tx.insertInto('applications').values(row).execute();
+    await insertApplication(tx, row);
     return row;
   },
 });
@@ -78,7 +79,7 @@ export const updateApplication = defineCommand({
       owner_id: input.body.ownerId,
       updated_at: now,
     };
-    await tx.updateTable('applications').set(changes).where('id', '=', application.id).execute();
+    await updateApplicationRow(tx, application.id, changes);
     return { ...application, ...changes };
   },
 });
@@ -100,11 +101,7 @@ export const deleteApplication = defineCommand({
       true,
     );
     if (application.deleted_at !== null) return { id: application.id, alreadyDeleted: true };
-    await tx
-      .updateTable('applications')
-      .set({ deleted_at: now, updated_at: now })
-      .where('id', '=', application.id)
-      .execute();
+    await updateApplicationRow(tx, application.id, { deleted_at: now, updated_at: now });
     return { id: application.id, alreadyDeleted: false };
   },
 });
@@ -120,12 +117,8 @@ export const hardDeleteApplication = defineCommand({
     const { tx } = context;
     context.setTarget(input.id);
     if ((await findScope(tx, input.scopeId, true)) === undefined) return new Refusal('Scope not found.');
-    const deleted = await tx
-      .deleteFrom('applications')
-      .where('id', '=', input.id)
-      .where('scope_id', '=', input.scopeId)
-      .executeTakeFirst();
-    if (deleted.numDeletedRows === 0n) return new Refusal('Application not found.');
+    if (!(await deleteApplicationRow(tx, input.scopeId, input.id)))
+      return new Refusal('Application not found.');
     return { id: input.id };
   },
 });

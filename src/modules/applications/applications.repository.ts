@@ -45,6 +45,28 @@ export async function lockApplication(tx: Tx, id: string): Promise<void> {
     .execute();
 }
 
+export async function insertApplication(tx: Tx, row: ApplicationRow): Promise<void> {
+  await tx.insertInto('applications').values(row).execute();
+}
+
+export async function updateApplicationRow(
+  tx: Tx,
+  id: string,
+  changes: Partial<Omit<ApplicationRow, 'id' | 'scope_id' | 'created_at'>>,
+): Promise<void> {
+  await tx.updateTable('applications').set(changes).where('id', '=', id).execute();
+}
+
+/** Deletes the application of the scope for good (its credentials cascade); false when none was there. */
+export async function deleteApplicationRow(tx: Tx, scopeId: string, id: string): Promise<boolean> {
+  const deleted = await tx
+    .deleteFrom('applications')
+    .where('id', '=', id)
+    .where('scope_id', '=', scopeId)
+    .executeTakeFirst();
+  return deleted.numDeletedRows > 0n;
+}
+
 export interface ApplicationFilter {
   readonly name: string | null;
   readonly ownerId: string | null;
@@ -95,6 +117,14 @@ export async function countLiveCredentials(db: DbOrTx, applicationId: string, no
     .where(isLiveCredential(now))
     .executeTakeFirstOrThrow();
   return Number(row.total);
+}
+
+export async function insertCredential(tx: Tx, row: ApplicationCredentialRow): Promise<void> {
+  await tx.insertInto('application_credentials').values(row).execute();
+}
+
+export async function markCredentialRevoked(tx: Tx, id: string, now: IsoTime): Promise<void> {
+  await tx.updateTable('application_credentials').set({ revoked_at: now }).where('id', '=', id).execute();
 }
 
 export async function findCredential(

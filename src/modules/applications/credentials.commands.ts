@@ -4,7 +4,13 @@ import type { ApplicationCredentialRow } from '../../db/database.ts';
 import type { Caller } from '../../http/access.ts';
 import { Refusal } from '../../http/messages.ts';
 import { requireManageableApplication } from './application-access.ts';
-import { countLiveCredentials, findCredential, lockApplication } from './applications.repository.ts';
+import {
+  countLiveCredentials,
+  findCredential,
+  insertCredential,
+  lockApplication,
+  markCredentialRevoked,
+} from './applications.repository.ts';
 
 /** Spec §Limits: an application has at most two live credentials (one in use, one rotating in). */
 export const MAXIMUM_LIVE_CREDENTIALS = 2;
@@ -56,7 +62,7 @@ export const issueCredential = defineCommand({
       revoked_at: null,
       created_at: now,
     };
-    await tx.insertInto('application_credentials').values(row).execute();
+    await insertCredential(tx, row);
     return { row, secret };
   },
 });
@@ -82,11 +88,7 @@ export const revokeCredential = defineCommand({
     const credential = await findCredential(tx, application.id, input.credentialId);
     if (credential === undefined) throw new Refusal('Credential not found.');
     if (credential.revoked_at !== null) return credential;
-    await tx
-      .updateTable('application_credentials')
-      .set({ revoked_at: now })
-      .where('id', '=', credential.id)
-      .execute();
+    await markCredentialRevoked(tx, credential.id, now);
     return { ...credential, revoked_at: now };
   },
 });
