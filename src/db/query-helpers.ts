@@ -1,5 +1,5 @@
 import { type Expression, PostgresAdapter, type SqlBool, sql } from 'kysely';
-import type { DbOrTx } from './database.ts';
+import type { DbOrTx, Tx } from './database.ts';
 
 /**
  * Whether `db` talks to PostgreSQL. There, a transaction that must hold a row against concurrent
@@ -7,6 +7,24 @@ import type { DbOrTx } from './database.ts';
  * transaction at a time.
  */
 export const isPostgres = (db: DbOrTx): boolean => db.getExecutor().adapter instanceof PostgresAdapter;
+
+/** Tables whose rows each have an `id` and belong to one scope through `scope_id`. */
+export type ScopedTable = 'applications' | 'scope_permissions' | 'extidp_users';
+
+/** Permanently deletes the scope's row with this id: false when the scope has none. */
+export async function deleteRowOfScope(
+  tx: Tx,
+  table: ScopedTable,
+  scopeId: string,
+  id: string,
+): Promise<boolean> {
+  const deleted = await tx
+    .deleteFrom(table)
+    .where('id', '=', id)
+    .where('scope_id', '=', scopeId)
+    .executeTakeFirst();
+  return deleted.numDeletedRows > 0n;
+}
 
 /** The form stored in *_normalized columns: trimmed and lower-cased (case-insensitive names). */
 export const normalizeText = (text: string): string => text.trim().toLowerCase();

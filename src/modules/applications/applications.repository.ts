@@ -8,7 +8,7 @@ import type {
   Tx,
 } from '../../db/database.ts';
 import { preparedQuery } from '../../db/prepared-query.ts';
-import { containsNormalized, isPostgres } from '../../db/query-helpers.ts';
+import { containsNormalized, deleteRowOfScope, isPostgres } from '../../db/query-helpers.ts';
 import type { PageRequest } from '../../http/pagination.ts';
 
 // ---------------------------------------------------------------------------------------------
@@ -59,12 +59,7 @@ export async function updateApplicationRow(
 
 /** Deletes the application of the scope for good (its credentials cascade); false when none was there. */
 export async function deleteApplicationRow(tx: Tx, scopeId: string, id: string): Promise<boolean> {
-  const deleted = await tx
-    .deleteFrom('applications')
-    .where('id', '=', id)
-    .where('scope_id', '=', scopeId)
-    .executeTakeFirst();
-  return deleted.numDeletedRows > 0n;
+  return deleteRowOfScope(tx, 'applications', scopeId, id);
 }
 
 export interface ApplicationFilter {

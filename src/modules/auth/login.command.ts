@@ -5,8 +5,10 @@ import { type PersonRow, Role, type Tx } from '../../db/database.ts';
 import { Refusal } from '../../http/messages.ts';
 import { normalizeEmail } from '../persons/person-rules.ts';
 import {
+  countFailedPasswordSignIn,
   findPersonAllowedPasswordSignIn,
   findPersonByEmailForSignIn,
+  lockPasswordSignIn,
   recordPasswordSignIn,
 } from '../persons/persons.repository.ts';
 import { claimedPermissionNames } from '../permissions/permissions.repository.ts';
@@ -97,21 +99,9 @@ function isLocked(person: PersonRow, now: string): boolean {
  * past the threshold.
  */
 async function countFailedPassword(tx: Tx, personId: string, now: string): Promise<void> {
-  const failures = await tx
-    .updateTable('persons')
-    .set((eb) => ({ failed_login_attempts: eb('failed_login_attempts', '+', 1) }))
-    .where('id', '=', personId)
-    .returning('failed_login_attempts')
-    .executeTakeFirst();
-  if (failures === undefined || failures.failed_login_attempts < LOCKOUT_THRESHOLD) return;
-  await tx
-    .updateTable('persons')
-    .set({
-      failed_login_attempts: 0,
-      locked_out_until: new Date(Date.parse(now) + LOCKOUT_SECONDS * 1000).toISOString(),
-    })
-    .where('id', '=', personId)
-    .execute();
+  const failures = await countFailedPasswordSignIn(tx, personId);
+  if (failures === undefined || failures < LOCKOUT_THRESHOLD) return;
+  await lockPasswordSignIn(tx, personId, new Date(Date.parse(now) + LOCKOUT_SECONDS * 1000).toISOString());
 }
 
 /** A person may sign in while live, not suspended for erasure, and (Users) in a live scope. */

@@ -3,6 +3,7 @@ import { Role } from '../../db/database.ts';
 import type { Insertable, Updateable } from 'kysely';
 import type { PageRequest } from '../../http/pagination.ts';
 import { preparedQuery } from '../../db/prepared-query.ts';
+import { deleteRowOfScope } from '../../db/query-helpers.ts';
 
 /** What authentication needs of an external-provider user on every request: one primary-key read. */
 export interface ExtidpUserAuthState {
@@ -118,12 +119,7 @@ export async function markExtidpUserDeleted(tx: Tx, id: string, now: IsoTime): P
 
 /** Permanently removes a user of the scope: false when there was none. */
 export async function removeExtidpUser(tx: Tx, scopeId: string, id: string): Promise<boolean> {
-  const result = await tx
-    .deleteFrom('extidp_users')
-    .where('id', '=', id)
-    .where('scope_id', '=', scopeId)
-    .executeTakeFirst();
-  return result.numDeletedRows > 0n;
+  return deleteRowOfScope(tx, 'extidp_users', scopeId, id);
 }
 
 export async function listExtidpUsers(

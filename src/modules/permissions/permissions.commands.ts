@@ -2,12 +2,18 @@ import { defineCommand } from '../../audit/command-runner.ts';
 import { newId } from '../../crypto/secrets.ts';
 import { type ScopePermissionRow, toFlag } from '../../db/database.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
+import { normalizeText } from '../../db/query-helpers.ts';
 import type { Caller } from '../../http/access.ts';
 import { Refusal } from '../../http/messages.ts';
 import { requireManageableScope } from '../scopes/scope-access.ts';
-import { findPermission, livePermissionNameTaken } from './permissions.repository.ts';
+import {
+  deletePermissionRow,
+  findPermission,
+  insertPermission,
+  livePermissionNameTaken,
+  updatePermissionRow,
+} from './permissions.repository.ts';
 import type { PermissionBody } from './permissions.schemas.ts';
-import { normalizeText } from '../../db/query-helpers.ts';
 
 /**
  * Scope permissions have no owner of their own: owning the scope is the whole authorization
@@ -53,7 +59,7 @@ export const createPermission = defineCommand({
       updated_at: now,
     };
     context.setTarget(row.id);
-    await withUniqueName(() => tx.insertInto('scope_permissions').values(row).execute());
+    await withUniqueName(() => insertPermission(tx, row));
     return row;
   },
 });
@@ -80,9 +86,7 @@ export const updatePermission = defineCommand({
       include_as_jwt_claim: toFlag(input.body.includeAsJwtClaim ?? false),
       updated_at: now,
     };
-    await withUniqueName(() =>
-      tx.updateTable('scope_permissions').set(changes).where('id', '=', permission.id).execute(),
-    );
+    await withUniqueName(() => updatePermissionRow(tx, permission.id, changes));
     return { ...permission, ...changes };
   },
 });
@@ -100,11 +104,7 @@ export const deletePermission = defineCommand({
     const permission = await findPermission(tx, scope.id, input.id, true);
     if (permission === undefined) return new Refusal('Scope permission not found.');
     if (permission.deleted_at !== null) return { id: permission.id, alreadyDeleted: true };
-    await tx
-      .updateTable('scope_permissions')
-      .set({ deleted_at: now, updated_at: now })
-      .where('id', '=', permission.id)
-      .execute();
+    await updatePermissionRow(tx, permission.id, { deleted_at: now, updated_at: now });
     return { id: permission.id, alreadyDeleted: false };
   },
 });
@@ -116,12 +116,8 @@ export const hardDeletePermission = defineCommand({
     const { tx } = context;
     context.setTarget(input.id);
     const scope = await requireManageableScope(tx, input.caller, input.scopeId);
-    const deleted = await tx
-      .deleteFrom('scope_permissions')
-      .where('id', '=', input.id)
-      .where('scope_id', '=', scope.id)
-      .executeTakeFirst();
-    if (deleted.numDeletedRows === 0n) return new Refusal('Scope permission not found.');
+    if (!(await deletePermissionRow(tx, scope.id, input.id)))
+      return new Refusal('Scope permission not found.');
     return { id: input.id };
   },
 });

@@ -1,6 +1,6 @@
-import type { DbOrTx, ScopePermissionRow } from '../../db/database.ts';
+import type { DbOrTx, ScopePermissionRow, Tx } from '../../db/database.ts';
 import { preparedQuery } from '../../db/prepared-query.ts';
-import { containsNormalized } from '../../db/query-helpers.ts';
+import { containsNormalized, deleteRowOfScope } from '../../db/query-helpers.ts';
 import type { PageRequest } from '../../http/pagination.ts';
 
 /** A permission of the scope; another scope's permission is not found. */
@@ -34,6 +34,23 @@ export async function livePermissionNameTaken(
     .$if(exceptId !== null, (query) => query.where('id', '!=', exceptId ?? ''))
     .executeTakeFirst();
   return row !== undefined;
+}
+
+export async function insertPermission(tx: Tx, row: ScopePermissionRow): Promise<void> {
+  await tx.insertInto('scope_permissions').values(row).execute();
+}
+
+export async function updatePermissionRow(
+  tx: Tx,
+  id: string,
+  changes: Partial<Omit<ScopePermissionRow, 'id' | 'scope_id' | 'created_at'>>,
+): Promise<void> {
+  await tx.updateTable('scope_permissions').set(changes).where('id', '=', id).execute();
+}
+
+/** Deletes the scope's permission for good; false when none was there. */
+export async function deletePermissionRow(tx: Tx, scopeId: string, id: string): Promise<boolean> {
+  return deleteRowOfScope(tx, 'scope_permissions', scopeId, id);
 }
 
 export interface PermissionFilter {

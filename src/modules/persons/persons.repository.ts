@@ -111,6 +111,26 @@ export async function recordPasswordSignIn(tx: Tx, id: string, rehash: string | 
     .executeTakeFirstOrThrow();
 }
 
+/** One more consecutive wrong password, counted in the database; the new count. */
+export async function countFailedPasswordSignIn(tx: Tx, id: string): Promise<number | undefined> {
+  const row = await tx
+    .updateTable('persons')
+    .set((eb) => ({ failed_login_attempts: eb('failed_login_attempts', '+', 1) }))
+    .where('id', '=', id)
+    .returning('failed_login_attempts')
+    .executeTakeFirst();
+  return row?.failed_login_attempts;
+}
+
+/** Locks password sign-in until `until`, with a fresh failed-attempt count. */
+export async function lockPasswordSignIn(tx: Tx, id: string, until: string): Promise<void> {
+  await tx
+    .updateTable('persons')
+    .set({ failed_login_attempts: 0, locked_out_until: until })
+    .where('id', '=', id)
+    .execute();
+}
+
 /**
  * Whether the person is live, not awaiting erasure, and holds one of the roles: checked for every
  * owner of a new scope or application. Compiled once per set of roles (see preparedQuery; the
