@@ -1,25 +1,22 @@
 import { defineCommand } from '../../audit/command-runner.ts';
 import { newId } from '../../crypto/secrets.ts';
-import { type ApplicationRow, Role, type Tx } from '../../db/database.ts';
+import type { ApplicationRow, Tx } from '../../db/database.ts';
 import { normalizeText } from '../../db/query-helpers.ts';
 import { type Caller, isSystemAdmin } from '../../http/access.ts';
 import { Refusal } from '../../http/messages.ts';
-import { isLivePersonWithRole } from '../persons/persons.repository.ts';
+import { isLiveAdministrator } from '../persons/persons.repository.ts';
 import { requireManageableScope } from '../scopes/scope-access.ts';
 import { findScope, isScopeOwner } from '../scopes/scopes.repository.ts';
 import { requireManageableApplication } from './application-access.ts';
 import { deleteApplicationRow, insertApplication, updateApplicationRow } from './applications.repository.ts';
 import type { ApplicationBody } from './applications.schemas.ts';
 
-const OWNER_ROLES = [Role.SystemAdmin, Role.ScopeAdmin];
-
 /**
  * Spec §What the service does 5: an application's owner is a live Scope Admin or System Admin
  * who owns the application's scope. A User can never own one.
  */
 async function requireEligibleOwner(tx: Tx, scopeId: string, ownerId: string): Promise<void> {
-  const eligible =
-    (await isLivePersonWithRole(tx, ownerId, OWNER_ROLES)) && (await isScopeOwner(tx, scopeId, ownerId));
+  const eligible = (await isLiveAdministrator(tx, ownerId)) && (await isScopeOwner(tx, scopeId, ownerId));
   if (!eligible) throw new Refusal('Owner must be a Scope Admin or System Admin who owns the scope.');
 }
 

@@ -8,8 +8,8 @@ import {
   countFailedPasswordSignIn,
   findPersonAllowedPasswordSignIn,
   findPersonByEmailForSignIn,
-  lockPasswordSignIn,
   recordPasswordSignIn,
+  updatePerson,
 } from '../persons/persons.repository.ts';
 import { claimedPermissionNames } from '../permissions/permissions.repository.ts';
 import { isLiveScope } from '../scopes/scopes.repository.ts';
@@ -101,7 +101,8 @@ function isLocked(person: PersonRow, now: string): boolean {
 async function countFailedPassword(tx: Tx, personId: string, now: string): Promise<void> {
   const failures = await countFailedPasswordSignIn(tx, personId);
   if (failures === undefined || failures < LOCKOUT_THRESHOLD) return;
-  await lockPasswordSignIn(tx, personId, new Date(Date.parse(now) + LOCKOUT_SECONDS * 1000).toISOString());
+  const lockedUntil = new Date(Date.parse(now) + LOCKOUT_SECONDS * 1000).toISOString();
+  await updatePerson(tx, personId, { failed_login_attempts: 0, locked_out_until: lockedUntil });
 }
 
 /** A person may sign in while live, not suspended for erasure, and (Users) in a live scope. */

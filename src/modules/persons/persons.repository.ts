@@ -12,6 +12,7 @@ import {
 import { preparedQuery } from '../../db/prepared-query.ts';
 import { containsNormalized, isPostgres } from '../../db/query-helpers.ts';
 import type { PageRequest } from '../../http/pagination.ts';
+import { ADMINISTRATOR_ROLES } from './person-rules.ts';
 
 /** What authentication needs of a person on every request: one primary-key read. */
 export interface PersonAuthState {
@@ -122,40 +123,22 @@ export async function countFailedPasswordSignIn(tx: Tx, id: string): Promise<num
   return row?.failed_login_attempts;
 }
 
-/** Locks password sign-in until `until`, with a fresh failed-attempt count. */
-export async function lockPasswordSignIn(tx: Tx, id: string, until: string): Promise<void> {
-  await tx
-    .updateTable('persons')
-    .set({ failed_login_attempts: 0, locked_out_until: until })
+const selectLiveAdministrator = preparedQuery(1, (db, id: string) =>
+  db
+    .selectFrom('persons')
+    .select('id')
     .where('id', '=', id)
-    .execute();
-}
+    .where('role', 'in', ADMINISTRATOR_ROLES)
+    .where('deleted_at', 'is', null)
+    .where('erasure_requested_at', 'is', null),
+);
 
 /**
- * Whether the person is live, not awaiting erasure, and holds one of the roles: checked for every
- * owner of a new scope or application. Compiled once per set of roles (see preparedQuery; the
- * callers pass a few fixed sets).
+ * Whether the person is a live System Admin or Scope Admin, not awaiting erasure: checked for
+ * every owner of a new scope or application. Compiled once (see preparedQuery).
  */
-export async function isLivePersonWithRole(db: DbOrTx, id: string, roles: readonly Role[]): Promise<boolean> {
-  return (await livePersonWithRoleQuery(roles)(db, id)).length > 0;
-}
-
-const livePersonWithRoleQueries = new Map<string, ReturnType<typeof livePersonWithRole>>();
-const livePersonWithRole = (roles: readonly Role[]) =>
-  preparedQuery(1, (db, id: string) =>
-    db
-      .selectFrom('persons')
-      .select('id')
-      .where('id', '=', id)
-      .where('role', 'in', roles)
-      .where('deleted_at', 'is', null)
-      .where('erasure_requested_at', 'is', null),
-  );
-function livePersonWithRoleQuery(roles: readonly Role[]) {
-  const key = [...roles].sort().join(',');
-  let query = livePersonWithRoleQueries.get(key);
-  if (query === undefined) livePersonWithRoleQueries.set(key, (query = livePersonWithRole(roles)));
-  return query;
+export async function isLiveAdministrator(db: DbOrTx, id: string): Promise<boolean> {
+  return (await selectLiveAdministrator(db, id)).length > 0;
 }
 
 export async function hasLiveSystemAdmin(db: DbOrTx): Promise<boolean> {

@@ -1,4 +1,5 @@
 import type { DbOrTx, Tx } from '../../db/database.ts';
+import { preparedQuery } from '../../db/prepared-query.ts';
 
 /**
  * Who owns which scope (the scope_owners join rows), as the persons module reads and changes it.
@@ -55,11 +56,13 @@ export async function sharesOwnedScope(db: DbOrTx, ownerId: string, personId: st
   return row !== undefined;
 }
 
+const insertOwnership = preparedQuery(3, (db, scopeId: string, personId: string, now: string) =>
+  db.insertInto('scope_owners').values({ scope_id: scopeId, person_id: personId, created_at: now }),
+);
+
+/** Compiled once (see preparedQuery): every new scope runs it for each of its owners. */
 export async function addOwnership(tx: Tx, scopeId: string, personId: string, now: string): Promise<void> {
-  await tx
-    .insertInto('scope_owners')
-    .values({ scope_id: scopeId, person_id: personId, created_at: now })
-    .execute();
+  await insertOwnership(tx, scopeId, personId, now);
 }
 
 export async function removeOwnership(tx: Tx, scopeId: string, personId: string): Promise<boolean> {

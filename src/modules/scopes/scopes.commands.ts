@@ -1,26 +1,24 @@
 import { defineCommand, type ExecuteContext } from '../../audit/command-runner.ts';
 import { isAbsoluteHttpUrl } from '../../config/config.ts';
 import { newId } from '../../crypto/secrets.ts';
-import { Role, type ScopeRow, toFlag } from '../../db/database.ts';
+import { type ScopeRow, toFlag } from '../../db/database.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { normalizeText } from '../../db/query-helpers.ts';
 import type { Caller } from '../../http/access.ts';
 import { Refusal } from '../../http/messages.ts';
-import { isLivePersonWithRole } from '../persons/persons.repository.ts';
+import { isLiveAdministrator } from '../persons/persons.repository.ts';
+import { addOwnership } from '../persons/scope-ownership.repository.ts';
 import { requireManageableScope } from './scope-access.ts';
 import {
   deleteScopeRow,
   findScope,
   insertScope,
-  insertScopeOwners,
   isScopeNameTaken,
   markScopeContentsDeleted,
   updateScopeRow,
 } from './scopes.repository.ts';
 import type { CreateScopeBody, EmailLinksBody, UpdateScopeBody } from './scopes.schemas.ts';
 import { MAXIMUM_EMAIL_LINK_LENGTH } from './scopes.schemas.ts';
-
-const OWNER_ROLES = [Role.SystemAdmin, Role.ScopeAdmin];
 
 /** Writes that may hit the live-name unique index answer 409, also when two race each other. */
 async function withUniqueName<T>(write: () => Promise<T>): Promise<T> {
@@ -38,7 +36,7 @@ export const createScope = defineCommand({
     const { tx, now } = context;
     const ownerIds = [...new Set(body.ownerIds)];
     for (const ownerId of ownerIds) {
-      if (!(await isLivePersonWithRole(tx, ownerId, OWNER_ROLES))) {
+      if (!(await isLiveAdministrator(tx, ownerId))) {
         return new Refusal('Every owner must be a live Scope Admin or System Admin.');
       }
     }
@@ -60,7 +58,7 @@ export const createScope = defineCommand({
       updated_at: now,
     };
     await withUniqueName(() => insertScope(tx, row));
-    await insertScopeOwners(tx, id, ownerIds, now);
+    for (const ownerId of ownerIds) await addOwnership(tx, id, ownerId, now);
     return row;
   },
 });

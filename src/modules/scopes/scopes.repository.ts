@@ -214,20 +214,6 @@ export async function insertScope(tx: Tx, row: ScopeRow): Promise<void> {
   );
 }
 
-const insertScopeOwnerRow = preparedQuery(3, (db, scopeId: string, personId: string, createdAt: string) =>
-  db.insertInto('scope_owners').values({ scope_id: scopeId, person_id: personId, created_at: createdAt }),
-);
-
-/** One row per owner, each by the same compiled statement (a scope has one owner or a few). */
-export async function insertScopeOwners(
-  tx: Tx,
-  scopeId: string,
-  personIds: readonly string[],
-  createdAt: string,
-): Promise<void> {
-  for (const personId of personIds) await insertScopeOwnerRow(tx, scopeId, personId, createdAt);
-}
-
 export async function updateScopeRow(
   tx: Tx,
   id: string,
