@@ -1,6 +1,5 @@
 import './http/fastify-augment.ts';
 import cors from '@fastify/cors';
-import type { FastifyRateLimitStoreCtor } from '@fastify/rate-limit';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyServerOptions } from 'fastify';
 import type { Redis } from 'ioredis';
@@ -16,6 +15,7 @@ import { type ClientAddress, resolveClientAddress } from './http/client-address.
 import { installErrorHandling } from './http/errors.ts';
 import { RetentionSchedule } from './jobs/retention-pass.ts';
 import { registerOpenApi } from './http/openapi.ts';
+import type { ProcessRateLimitCounters } from './http/process-rate-limits.ts';
 import { registerRateLimits } from './http/rate-limits.ts';
 import { addCaseInsensitiveKeys, validatorCompiler } from './http/validation.ts';
 import { auditLogRoutes } from './modules/audit-log/audit-log.routes.ts';
@@ -47,7 +47,7 @@ export interface AppDependencies {
   /** Fastify's logger option: pino options, or false (tests). */
   readonly logger?: FastifyServerOptions['logger'];
   /** Without Redis: the process's shared rate-limit counters (server.ts); default, the app's own. */
-  readonly rateLimitStore?: FastifyRateLimitStoreCtor;
+  readonly rateLimitCounters?: ProcessRateLimitCounters;
   /** Prefix of the shared rate-limit counters (tests give each app its own). */
   readonly rateLimitNamespace?: string;
   /** Mail delivery; default: SMTP when SERVICE_SMTP_URL is set, else the logging fallback. */
@@ -150,7 +150,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<App> {
   const authenticate = createAuthenticator(services.tokens, services.db, identityResolvers);
   const chargeRateLimits = await registerRateLimits(app, {
     redis: services.redis,
-    store: dependencies.rateLimitStore,
+    counters: dependencies.rateLimitCounters,
     namespace: dependencies.rateLimitNamespace ?? 'portcullis:rate-limit:',
   });
   // Order of spec §Endpoints rule 2: authentication and role checks first, then limits, then

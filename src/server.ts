@@ -17,8 +17,9 @@ import { connectRedis, listenOptions, serviceLogger } from './threads/instance.t
 /**
  * Process entry: config → database → migrate → app → listen → the other HTTP threads; graceful
  * close on SIGTERM/SIGINT. The main thread serves HTTP too, and alone runs what must happen once
- * per process: migrations, the bootstrap admin, checkpoints, the retention pass, the bound on
- * credential checks and (without Redis) the rate-limit counters.
+ * per process: migrations, the bootstrap admin, checkpoints, the retention pass and the bound on
+ * credential checks. It also creates (without Redis) the rate-limit counters that every thread
+ * charges in shared memory.
  */
 async function main(): Promise<void> {
   assertNodeVersion();
@@ -34,7 +35,7 @@ async function main(): Promise<void> {
     config,
     database,
     redis,
-    ...(counters === null ? {} : { rateLimitStore: counters.store() }),
+    ...(counters === null ? {} : { rateLimitCounters: counters }),
     passwords: new PasswordHasher(credentialChecks),
     // DECISIONS §7: hourly; stopped (and a running pass finished) by app.close() on SIGTERM.
     retentionSchedule: { intervalMs: RETENTION_PASS_INTERVAL_MS },

@@ -1,7 +1,8 @@
-import rateLimit, { type FastifyRateLimitStoreCtor } from '@fastify/rate-limit';
+import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import { Refusal } from './messages.ts';
+import { ProcessRateLimitCounters } from './process-rate-limits.ts';
 
 /**
  * The named budgets of spec §Limits. A route names the budgets it is charged to in
@@ -24,28 +25,27 @@ export type RateLimitBudget = keyof typeof RATE_LIMIT_BUDGETS;
 export interface RateLimitOptions {
   readonly redis: Redis | null;
   /**
-   * Without Redis: the counters to charge (server.ts shares one set between its HTTP threads,
-   * process-rate-limits.ts); unset, the plugin's own memory store.
+   * Without Redis: the counters to charge (server.ts shares one table between its HTTP threads,
+   * process-rate-limits.ts); unset, a table of this app's own.
    */
-  readonly store?: FastifyRateLimitStoreCtor | undefined;
+  readonly counters?: ProcessRateLimitCounters | undefined;
   /** Key prefix in Redis (tests give each app its own). */
   readonly namespace: string;
 }
 
 type Limiter = (request: FastifyRequest) => Promise<{ isExceeded?: boolean; ttlInSeconds?: number }>;
 
-/** Redis when configured; else the given counters; else the plugin's own memory store. */
-function counterStore(
-  options: RateLimitOptions,
-): { redis: Redis } | { store: FastifyRateLimitStoreCtor } | object {
+/** Redis when configured; else the given counters; else counters of this app's own. */
+function counterStore(options: RateLimitOptions) {
   if (options.redis !== null) return { redis: options.redis };
-  return options.store === undefined ? {} : { store: options.store };
+  return { store: (options.counters ?? new ProcessRateLimitCounters()).store() };
 }
 
 /**
  * Registers the store and returns the hook that charges a request to its route's budgets.
- * @fastify/rate-limit provides the counters (memory LRU, or an atomic Lua script in Redis);
- * the hook is ours because one route may be charged to two budgets at once.
+ * The counters are our shared-memory table (process-rate-limits.ts) or @fastify/rate-limit's
+ * atomic Lua script in Redis; the hook is ours because one route may be charged to two budgets
+ * at once.
  */
 export async function registerRateLimits(app: FastifyInstance, options: RateLimitOptions) {
   await app.register(rateLimit, {

@@ -3,21 +3,22 @@ import { buildApp } from '../app.ts';
 import { remoteBound } from '../crypto/concurrency.ts';
 import { PasswordHasher } from '../crypto/passwords.ts';
 import { openDatabase } from '../db/open-database.ts';
-import { remoteRateLimitStore } from '../http/process-rate-limits.ts';
+import { ProcessRateLimitCounters } from '../http/process-rate-limits.ts';
 import { type HttpThreadData, LISTENING } from './http-threads.ts';
 import { connectRedis, listenOptions, serviceLogger } from './instance.ts';
 
 /**
  * Entry of an HTTP thread other than the main one (started by http-threads.ts): the same app on
  * its own database connection, bound to the main thread's port. The main thread alone migrates,
- * creates the bootstrap admin, checkpoints and runs the retention pass, and holds what the
- * threads share: the rate-limit counters and the bound on credential checks.
+ * creates the bootstrap admin, checkpoints and runs the retention pass, and holds the bound on
+ * credential checks; the rate-limit counters are a table in shared memory that it created and
+ * that every thread charges.
  */
 
 async function runHttpThread({
   config,
   port,
-  rateLimitPort,
+  rateLimitCounters,
   sqliteWriteLock,
   credentialCheckPort,
 }: HttpThreadData): Promise<void> {
@@ -27,7 +28,9 @@ async function runHttpThread({
     config,
     database,
     redis,
-    ...(rateLimitPort === null ? {} : { rateLimitStore: remoteRateLimitStore(rateLimitPort) }),
+    ...(rateLimitCounters === null
+      ? {}
+      : { rateLimitCounters: new ProcessRateLimitCounters(rateLimitCounters) }),
     passwords: new PasswordHasher(remoteBound(credentialCheckPort)),
     logger: serviceLogger(config),
   });
@@ -37,7 +40,6 @@ async function runHttpThread({
     await app.close();
     await database.close();
     await redis?.quit();
-    rateLimitPort?.close();
     credentialCheckPort.close();
     parentPort!.close();
   });

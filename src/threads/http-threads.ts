@@ -3,7 +3,7 @@ import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config/config.ts';
 import { type ConcurrencyBound, serveBound } from '../crypto/concurrency.ts';
-import type { ProcessRateLimitCounters } from '../http/process-rate-limits.ts';
+import type { ProcessRateLimitCounters, SharedCounterTable } from '../http/process-rate-limits.ts';
 import { workerEntry } from './worker-entry.ts';
 
 /**
@@ -18,8 +18,8 @@ export interface HttpThreadData {
   readonly config: Config;
   /** The port the main thread bound (it may have asked the OS for any free one). */
   readonly port: number;
-  /** Where to charge the process's rate-limit counters; null when they live in Redis. */
-  readonly rateLimitPort: MessagePort | null;
+  /** The process's rate-limit counters (process-rate-limits.ts); null when they live in Redis. */
+  readonly rateLimitCounters: SharedCounterTable | null;
   /** The main thread's SQLite write lock, shared (null with PostgreSQL). */
   readonly sqliteWriteLock: SharedArrayBuffer | null;
   /** Where to take slots of the process's bound on credential checks. */
@@ -61,10 +61,10 @@ export async function startHttpThreads(count: number, options: HttpThreadOptions
   const close = async () => {
     closing = true;
     await Promise.all(
-      started.map(async ({ worker, exited, ports }) => {
+      started.map(async ({ worker, exited, credentialCheckPort }) => {
         worker.postMessage(CLOSE);
         await exited;
-        for (const port of ports) port.close();
+        credentialCheckPort.close();
       }),
     );
   };
@@ -85,8 +85,6 @@ export async function startHttpThreads(count: number, options: HttpThreadOptions
 
 /** Starts one thread; `onExitAfterStart` hears of its exit once it has said it listens. */
 async function startHttpThread(options: HttpThreadOptions, onExitAfterStart: (code: number) => void) {
-  const counterChannel = options.counters === null ? null : new MessageChannel();
-  if (counterChannel !== null) options.counters!.serve(counterChannel.port1);
   const credentialChecks = new MessageChannel();
   serveBound(options.credentialChecks, credentialChecks.port1);
   const worker = new Worker(options.entry ?? HTTP_THREAD_ENTRY, {
@@ -94,11 +92,11 @@ async function startHttpThread(options: HttpThreadOptions, onExitAfterStart: (co
     workerData: {
       config: options.config,
       port: options.port,
-      rateLimitPort: counterChannel?.port2 ?? null,
+      rateLimitCounters: options.counters?.shared ?? null,
       sqliteWriteLock: options.sqliteWriteLock,
       credentialCheckPort: credentialChecks.port2,
     } satisfies HttpThreadData,
-    transferList: [credentialChecks.port2, ...(counterChannel === null ? [] : [counterChannel.port2])],
+    transferList: [credentialChecks.port2],
   });
   // Settles once the thread is gone, however it ended (a thread that died has exited already).
   const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
@@ -119,6 +117,5 @@ async function startHttpThread(options: HttpThreadOptions, onExitAfterStart: (co
     }),
   ])) as [unknown];
   if (message !== LISTENING) throw new Error('An HTTP thread sent an unexpected message while starting.');
-  const ports = [credentialChecks.port1, ...(counterChannel === null ? [] : [counterChannel.port1])];
-  return { worker, exited, ports };
+  return { worker, exited, credentialCheckPort: credentialChecks.port1 };
 }

@@ -2,7 +2,7 @@ import type { MessagePort } from 'node:worker_threads';
 
 /**
  * Calls from one thread to another over a MessagePort: what the HTTP threads ask of the main
- * thread (rate-limit charges, credential-check slots). Each call carries an id, and its answer
+ * thread (credential-check slots). Each call carries an id, and its answer
  * names it; a message sent with `tell` wants no answer.
  */
 
