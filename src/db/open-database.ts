@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, PostgresDialect } from 'kysely';
+import { Kysely, PostgresDialect, type SqliteDatabase } from 'kysely';
 import type * as Pg from 'pg';
 import { sqliteFilePath } from '../config/config.ts';
 import type { Database } from './database.ts';
@@ -112,7 +112,7 @@ function openSqlite(url: string, options: OpenDatabaseOptions): DatabaseHandle {
   return {
     db,
     dialect: 'sqlite',
-    writes: groupCommit(db, batchConnection(database), options.sqliteGroupCommitBatch),
+    writes: groupCommit(db, batchConnection(database, statements), options.sqliteGroupCommitBatch),
     sqliteWriteLock: writeLock?.shared ?? null,
     ping: async () => {
       database.prepare('select 1').get();
@@ -125,7 +125,7 @@ function openSqlite(url: string, options: OpenDatabaseOptions): DatabaseHandle {
 }
 
 /** What a group commit runs on the connection between its commands (write-transactions.ts). */
-function batchConnection(database: BetterSqlite3.Database): BatchConnection {
+function batchConnection(database: BetterSqlite3.Database, statements: SqliteDatabase): BatchConnection {
   const savepoint = database.prepare('savepoint command');
   const release = database.prepare('release command');
   const rollbackTo = database.prepare('rollback to command');
@@ -137,6 +137,12 @@ function batchConnection(database: BetterSqlite3.Database): BatchConnection {
       release.run();
     },
     inTransaction: () => database.inTransaction,
+    statements: (sql, parameters) => {
+      const statement = statements.prepare(sql);
+      if (statement.reader) return statement.all(parameters);
+      statement.run(parameters);
+      return [];
+    },
   };
 }
 

@@ -10,6 +10,17 @@ export interface DirectReader {
 
 const directReaders = new WeakMap<object, DirectReader>();
 
+/** Runs a statement straight on a SQLite connection: its rows, or none for a plain write. */
+export type DirectStatements = (sql: string, parameters: readonly unknown[]) => unknown[];
+
+/** A group commit's transaction, and the statements that run straight on its connection. */
+interface DirectTransaction {
+  readonly transaction: { readonly isCommitted: boolean; readonly isRolledBack: boolean };
+  readonly statements: DirectStatements;
+}
+
+const directTransactions = new WeakMap<object, DirectTransaction>();
+
 /**
  * SQLite only: lets the prepared reads below skip Kysely's connection queue when the single
  * connection is idle. better-sqlite3 runs a statement synchronously, so a read made while no
@@ -18,6 +29,20 @@ const directReaders = new WeakMap<object, DirectReader>();
  */
 export function allowDirectReads(db: object, reader: DirectReader): void {
   directReaders.set(db, reader);
+}
+
+/**
+ * SQLite only: lets the prepared queries below run straight on the connection of a group
+ * commit's transaction (write-transactions.ts). The batch holds the connection and its write
+ * lock while its commands run one after another, so nothing else can run on it in between;
+ * Kysely's query path there (a queue, plugins, promises) cost more than SQLite's own work for
+ * an audit row, and it was paid with the write lock held, which the other threads wait for.
+ */
+export function allowDirectStatements(
+  transaction: DirectTransaction['transaction'],
+  statements: DirectStatements,
+): void {
+  directTransactions.set(transaction, { transaction, statements });
 }
 
 /**
@@ -64,7 +89,12 @@ export function preparedQuery<Args extends readonly unknown[], Row>(
   return async (db: DbOrTx, ...args: Args): Promise<Row[]> => {
     const { sql, slots, fixed, read } = compiled.get(db.getExecutor().adapter) ?? compile(db);
     const parameters = slots.map((slot, index) => (slot === -1 ? fixed[index] : args[slot]));
-    // Only the database handle itself is registered, never a transaction of it.
+    // Once the batch has ended, its transaction takes Kysely's path, which refuses it.
+    const batch = directTransactions.get(db);
+    if (batch !== undefined && !batch.transaction.isCommitted && !batch.transaction.isRolledBack) {
+      return batch.statements(sql, parameters) as Row[];
+    }
+    // The database handle is registered for reads, never an ordinary transaction of it.
     const direct = read ? directReaders.get(db) : undefined;
     if (direct?.idle() === true) return direct.all(sql, parameters) as Row[];
     const result = await db.executeQuery<Row>(CompiledQuery.raw(sql, parameters));

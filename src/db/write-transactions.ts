@@ -1,5 +1,6 @@
 import type { ControlledTransaction } from 'kysely';
 import type { Database, Db, Tx } from './database.ts';
+import { allowDirectStatements, type DirectStatements } from './prepared-query.ts';
 
 /**
  * How a command's writes reach the database: `run` executes `work` inside a transaction and
@@ -34,6 +35,8 @@ export interface BatchConnection {
   rollbackToSavepoint(): void;
   /** False once SQLite has rolled the whole transaction back by itself (after an I/O error). */
   inTransaction(): boolean;
+  /** Runs the commands' prepared statements straight on the connection (prepared-query.ts). */
+  readonly statements: DirectStatements;
 }
 
 /** At most this many commands share one commit, so reads waiting behind a batch wait briefly. */
@@ -109,6 +112,7 @@ async function commitBatch(
     for (const pending of queue.splice(0, maxBatch)) pending.reject(error);
     return;
   }
+  allowDirectStatements(trx, connection.statements);
   const batch = queue.splice(0, maxBatch);
   // A lone command needs no savepoint: if it throws, the whole transaction rolls back.
   const alone = batch.length === 1;

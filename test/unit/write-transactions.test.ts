@@ -2,13 +2,24 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Tx } from '../../src/db/database.ts';
 import { type DatabaseHandle, openDatabase } from '../../src/db/open-database.ts';
+import { preparedQuery } from '../../src/db/prepared-query.ts';
 import type { WriteTransactions } from '../../src/db/write-transactions.ts';
 
 const insert = (tx: Tx, name: string) => sql`insert into items (name) values (${name})`.execute(tx);
+// The tables are made by the tests, so the queries are built with an untyped handle.
+const insertPrepared = preparedQuery(1, (db, name: string) =>
+  (db as unknown as Kysely<Items>).insertInto('items').values({ name }),
+);
+const selectNamesPrepared = preparedQuery(0, (db) =>
+  (db as unknown as Kysely<Items>).selectFrom('items').select('name').orderBy('name'),
+);
+interface Items {
+  items: { name: string };
+}
 
 describe('SQLite group commit', () => {
   let directory: string;
@@ -50,6 +61,37 @@ describe('SQLite group commit', () => {
     // While the second command ran, nothing of the batch had committed yet.
     expect(seenByObserverDuringSecond).toEqual([[]]);
     expect(committedNames()).toEqual(['a', 'b']);
+  });
+
+  it('runs prepared queries on the transaction of the batch: they see its writes, and fail with their command', async () => {
+    const outcomes = await Promise.allSettled([
+      writes.run((tx) => insertPrepared(tx, 'a')),
+      writes.run(async (tx) => {
+        await insertPrepared(tx, 'half-written');
+        await insertPrepared(tx, 'a'); // unique violation
+      }),
+      writes.run(async (tx) => {
+        await insertPrepared(tx, 'c');
+        return (await selectNamesPrepared(tx)).map((row) => row.name);
+      }),
+    ]);
+    expect(outcomes).toEqual([
+      { status: 'fulfilled', value: [] },
+      { status: 'rejected', reason: expect.objectContaining({ code: 'SQLITE_CONSTRAINT_UNIQUE' }) },
+      // Uncommitted yet, the batch's own rows: the first command's, and this one's.
+      { status: 'fulfilled', value: ['a', 'c'] },
+    ]);
+    expect(committedNames()).toEqual(['a', 'c']);
+  });
+
+  it('refuses a prepared query on the transaction of a batch that has committed', async () => {
+    let kept: Tx | undefined;
+    await writes.run(async (tx) => {
+      kept = tx;
+      await insertPrepared(tx, 'a');
+    });
+    await expect(insertPrepared(kept!, 'late')).rejects.toThrow('Transaction is already committed');
+    expect(committedNames()).toEqual(['a']);
   });
 
   it('rolls a failing command back to its savepoint; the others of its batch commit', async () => {
