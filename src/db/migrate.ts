@@ -1,4 +1,4 @@
-import { type Kysely, PostgresAdapter, sql } from 'kysely';
+import type { Kysely } from 'kysely';
 import { Migrator } from 'kysely/migration';
 import type { Database } from './database.ts';
 import { MIGRATIONS } from './migrations/index.ts';
@@ -7,13 +7,9 @@ import { MIGRATIONS } from './migrations/index.ts';
 export async function migrateToLatest(db: Kysely<Database>): Promise<string[]> {
   const migrator = new Migrator({
     db,
+    // On PostgreSQL the migrator finds its bookkeeping tables through our introspector, which
+    // sees the connection's own schema only (postgres-introspector.ts).
     provider: { getMigrations: async () => MIGRATIONS },
-    // Kysely looks for its bookkeeping tables in every schema unless told which one. With a
-    // schema per test run (or per tenant) in one PostgreSQL database, another schema's tables
-    // would be taken for ours; name the schema this connection actually uses.
-    ...(db.getExecutor().adapter instanceof PostgresAdapter
-      ? { migrationTableSchema: await currentPostgresSchema(db) }
-      : {}),
   });
   const { error, results = [] } = await migrator.migrateToLatest();
   const failed = results.find((result) => result.status === 'Error');
@@ -22,9 +18,4 @@ export async function migrateToLatest(db: Kysely<Database>): Promise<string[]> {
     throw new Error(`Migration ${failed?.migrationName ?? '(unknown)'} failed: ${cause}`, { cause: error });
   }
   return results.filter((result) => result.status === 'Success').map((result) => result.migrationName);
-}
-
-async function currentPostgresSchema(db: Kysely<Database>): Promise<string> {
-  const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(db);
-  return rows[0]!.schema;
 }

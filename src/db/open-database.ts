@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, PostgresDialect, type SqliteDatabase } from 'kysely';
+import { Kysely, type SqliteDatabase } from 'kysely';
 import type * as Pg from 'pg';
 import { sqliteFilePath } from '../config/config.ts';
 import type { Database } from './database.ts';
@@ -11,6 +11,7 @@ import {
   MAIN_CONNECTION_AUTOCHECKPOINT_PAGES,
   startCheckpointer,
 } from './sqlite-checkpointer.ts';
+import { OwnSchemaPostgresDialect } from './postgres-introspector.ts';
 import { allowDirectReads } from './prepared-query.ts';
 import { PortcullisSqliteDialect, SQLITE_BUSY_TIMEOUT_MS } from './sqlite-dialect.ts';
 import { ThreadWriteLock } from './thread-write-lock.ts';
@@ -152,7 +153,7 @@ function openPostgres(url: string, options: OpenDatabaseOptions): DatabaseHandle
     max: options.postgresPoolSize ?? 10,
     ...(options.postgresSchema === undefined ? {} : { options: `-c search_path=${options.postgresSchema}` }),
   });
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<Database>({ dialect: new OwnSchemaPostgresDialect({ pool }) });
   return {
     db,
     dialect: 'postgres',

@@ -16,7 +16,7 @@ async function brokenApp(dialect: (typeof DIALECTS)[number], env: Record<string,
   const test = await buildTestApp(dialect, { env });
   const admin = await createSystemAdmin(test);
   await createScope(test, [admin.id]);
-  await test.database.changeSchema(() => sql`drop table scope_owners`.execute(test.services.db));
+  await sql`drop table scope_owners`.execute(test.services.db);
   return { test, admin };
 }
 
