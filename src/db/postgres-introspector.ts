@@ -9,6 +9,7 @@ import {
   sql,
   type TableMetadata,
 } from 'kysely';
+import { DEFAULT_MIGRATION_LOCK_TABLE, DEFAULT_MIGRATION_TABLE } from 'kysely/migration';
 
 interface ColumnRow {
   readonly schema: string;
@@ -48,11 +49,13 @@ class OwnSchemaIntrospector implements DatabaseIntrospector {
   async getTables(
     options: DatabaseMetadataOptions = { withInternalKyselyTables: false },
   ): Promise<TableMetadata[]> {
+    const bookkeeping = [DEFAULT_MIGRATION_TABLE, DEFAULT_MIGRATION_LOCK_TABLE];
     const { rows } = await sql<ColumnRow>`
-      select ns.nspname as schema, c.relname as table, c.relkind as kind, a.attname as column, typ.typname as type,
-        dtns.nspname as type_schema, a.attnotnull as not_null, a.atthasdef as has_default,
-        pg_get_serial_sequence(quote_ident(ns.nspname) || '.' || quote_ident(c.relname), a.attname) as serial,
-        col_description(a.attrelid, a.attnum) as description
+      select ns.nspname as schema, c.relname as table, c.relkind as kind, a.attname as column,
+        typ.typname as type, dtns.nspname as type_schema, a.attnotnull as not_null,
+        a.atthasdef as has_default, col_description(a.attrelid, a.attnum) as description,
+        pg_get_serial_sequence(quote_ident(ns.nspname) || '.' || quote_ident(c.relname), a.attname)
+          as serial
       from pg_catalog.pg_attribute a
         join pg_catalog.pg_class c on c.oid = a.attrelid
         join pg_catalog.pg_namespace ns on ns.oid = c.relnamespace
@@ -61,7 +64,7 @@ class OwnSchemaIntrospector implements DatabaseIntrospector {
       where ns.nspname = current_schema()
         and c.relkind in ('r', 'v', 'p', 'f')
         and a.attnum >= 0 and not a.attisdropped
-        and (${options.withInternalKyselyTables ?? false} or c.relname not in ('kysely_migration', 'kysely_migration_lock'))
+        and (${options.withInternalKyselyTables} or c.relname not in (${sql.join(bookkeeping)}))
       order by c.relname, a.attnum`.execute(this.#db);
     const tables = new Map<string, TableMetadata & { columns: ColumnMetadata[] }>();
     for (const row of rows) {
