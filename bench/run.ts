@@ -12,11 +12,12 @@ import { type MeasuredProcess, startProcess } from './processes.ts';
 import { seedBulk } from './seed-bulk.ts';
 
 /**
- * `npm run bench [-- --dialect postgres] [-- --duration 10] [-- --skip-bulk]`
+ * `npm run bench [-- --dialect postgres] [-- --duration 10] [-- --skip-bulk] [-- --runs 3]`
  * Starts a bare Fastify baseline and the service (as separate processes), seeds data, drives
- * each scenario with autocannon at 32 and 128 connections after a warm-up, and prints a table
- * per scenario with the ratio to the baseline and the service's peak RSS. JSON goes to
- * bench/results/latest-<dialect>.json. See docs/performance.md.
+ * each scenario with autocannon at 32 and 128 connections after a warm-up (with --runs, that many
+ * times, reporting the median run), and prints a table per scenario with the ratio to the
+ * baseline and the service's peak RSS. JSON goes to bench/results/latest-<dialect>.json. See
+ * docs/performance.md.
  */
 
 const { values: options } = parseArgs({
@@ -443,10 +444,10 @@ function recordMedianRun(scenario: string, connections: number, runs: readonly M
   const median = [...runs].sort((a, b) => runRatio(a) - runRatio(b))[(runs.length - 1) >> 1];
   if (median === undefined) return;
   const runRatios = runs.length > 1 ? runs.map((run) => roundToThousandths(runRatio(run))) : null;
-  if (runs.length > 1)
+  if (runRatios !== null)
     for (const [index, run] of runs.entries())
       console.log(
-        `  run ${index + 1} of ${runs.length}: ${run.result.requestsPerSecond} req/s, ratio ${roundToThousandths(runRatio(run))} ` +
+        `  run ${index + 1} of ${runs.length}: ${run.result.requestsPerSecond} req/s, ratio ${runRatios[index]} ` +
           `(to ${run.reference.name} ${Math.round(run.reference.requestsPerSecond)}/s), p99 ${run.result.p99} ms, non-2xx ${run.result.non2xx}`,
       );
   record(scenario, connections, median.result, Math.max(...runs.map((run) => run.peakRssMb)), {
