@@ -61,14 +61,16 @@ async function main(): Promise<void> {
     'thread pool below the HTTP threads',
   );
 
-  let threads: HttpThreads | null = null;
+  // Shutdown waits for threads still starting: a process that exits while a thread loads its
+  // native modules aborts (better-sqlite3's registration, seen on a loaded machine).
+  let threads: Promise<HttpThreads | null> = Promise.resolve(null);
   let closing = false;
   const close = async (reason: string, exitCode: number) => {
     if (closing) return;
     closing = true;
     app.log.info({ reason }, 'shutting down');
     try {
-      await threads?.close();
+      await (await threads)?.close();
       await app.close();
       await database.close();
       await redis?.quit();
@@ -82,7 +84,7 @@ async function main(): Promise<void> {
   process.once('SIGINT', () => void close('SIGINT', 0));
 
   await app.listen(listenOptions(config, config.port));
-  threads = await startHttpThreads(config.httpThreads - 1, {
+  threads = startHttpThreads(config.httpThreads - 1, {
     config,
     // The port actually bound: SERVICE_PORT=0 asks the OS for any free one.
     port: (app.server.address() as AddressInfo).port,
@@ -95,6 +97,7 @@ async function main(): Promise<void> {
       void close('HTTP thread exit', 1);
     },
   });
+  await threads;
 }
 
 main().catch((error: unknown) => {

@@ -115,9 +115,22 @@ describe('a good start', () => {
     expect(output + started.stderr()).not.toContain(GOOD_SECRET);
 
     started.child.kill('SIGTERM');
-    const { code } = await started.exited;
-    expect(code).toBe(0);
+    // Both, so that a failure names the signal that ended the process instead of a bare null.
+    expect(await started.exited).toEqual({ code: 0, signal: null });
     expect(started.stdout()).toContain('shutting down');
+  });
+
+  it('on SIGTERM while an HTTP thread is still starting, lets it start, closes it and exits 0', async () => {
+    const started = startServer({ SERVICE_AUTH_TOKEN_SECRET: GOOD_SECRET, SERVICE_HTTP_THREADS: '2' });
+    // The signal goes the moment the main thread listens: the second thread starts only then.
+    // Exiting under a thread that was loading its native modules aborted the process.
+    started.child.stdout!.on('data', () => {
+      if (started.stdout().includes('Server listening at') && !started.child.killed)
+        started.child.kill('SIGTERM');
+    });
+    expect(await started.exited).toEqual({ code: 0, signal: null });
+    expect(started.stdout()).toContain('shutting down');
+    expect(started.stdout().split('Server listening at').length - 1).toBe(2);
   });
 
   it.runIf(process.platform === 'linux')(
