@@ -7,7 +7,7 @@ import pg from 'pg';
 import { buildService, DIST } from '../scripts/build.ts';
 import { PASSWORD_HASH_PARAMETERS } from '../src/crypto/passwords.ts';
 import { SERVICE_NODE_OPTIONS, SERVICE_PROCESS_ENVIRONMENT } from '../src/runtime.ts';
-import { type LoadResult, runInterleaved, runLoad } from './measure.ts';
+import { type LoadOptions, type LoadResult, runInterleaved, runLoad } from './measure.ts';
 import { type MeasuredProcess, startProcess } from './processes.ts';
 import { seedBulk } from './seed-bulk.ts';
 
@@ -158,9 +158,7 @@ async function runScenarios(
   const readerId = seed.userId ?? seed.adminId;
   const scenarios: Array<{
     name: string;
-    load: (
-      connections: number,
-    ) => Promise<Parameters<typeof runLoad>[0] | null> | Parameters<typeof runLoad>[0] | null;
+    load: (connections: number) => Promise<LoadOptions | null> | LoadOptions | null;
   }> = [
     {
       name: 'liveness',
