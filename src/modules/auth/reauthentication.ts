@@ -2,6 +2,11 @@ import type { ExecuteContext, StepContext } from '../../audit/command-runner.ts'
 import type { PasswordHasher } from '../../crypto/passwords.ts';
 import type { DbOrTx, Tx } from '../../db/database.ts';
 import { Refusal } from '../../http/messages.ts';
+import {
+  countReauthenticationFailure,
+  findReauthenticationPausedUntil,
+  updatePerson,
+} from '../persons/persons.repository.ts';
 
 /**
  * The per-account re-authentication budget (spec §Authentication 11, §Limits): checks of a
@@ -33,12 +38,8 @@ const secondsAfter = (iso: string, seconds: number): string =>
   new Date(Date.parse(iso) + seconds * 1000).toISOString();
 
 export async function isReauthenticationPaused(db: DbOrTx, personId: string, now: string): Promise<boolean> {
-  const row = await db
-    .selectFrom('persons')
-    .select('reauthentication_paused_until')
-    .where('id', '=', personId)
-    .executeTakeFirst();
-  return row?.reauthentication_paused_until != null && row.reauthentication_paused_until > now;
+  const pausedUntil = await findReauthenticationPausedUntil(db, personId);
+  return pausedUntil !== null && pausedUntil > now;
 }
 
 /**
@@ -86,11 +87,10 @@ export async function settleReauthentication(
     await chargeReauthenticationFailure(tx, personId, now);
     return new Refusal(REAUTHENTICATION_FAILED);
   }
-  await tx
-    .updateTable('persons')
-    .set({ reauthentication_failures: 0, reauthentication_window_started_at: null })
-    .where('id', '=', personId)
-    .execute();
+  await updatePerson(tx, personId, {
+    reauthentication_failures: 0,
+    reauthentication_window_started_at: null,
+  });
   return null;
 }
 
@@ -100,40 +100,12 @@ export async function settleReauthentication(
  * window pauses checks for 15 minutes and starts the count afresh.
  */
 export async function chargeReauthenticationFailure(tx: Tx, personId: string, now: string): Promise<void> {
-  const windowStart = secondsAfter(now, -REAUTHENTICATION_WINDOW_SECONDS);
-  const counted = await tx
-    .updateTable('persons')
-    .set((eb) => {
-      const windowExpired = eb.or([
-        eb('reauthentication_window_started_at', 'is', null),
-        eb('reauthentication_window_started_at', '<=', windowStart),
-      ]);
-      return {
-        reauthentication_failures: eb
-          .case()
-          .when(windowExpired)
-          .then(1)
-          .else(eb('reauthentication_failures', '+', 1))
-          .end(),
-        reauthentication_window_started_at: eb
-          .case()
-          .when(windowExpired)
-          .then(now)
-          .else(eb.ref('reauthentication_window_started_at'))
-          .end(),
-      };
-    })
-    .where('id', '=', personId)
-    .returning('reauthentication_failures')
-    .executeTakeFirst();
-  if (counted === undefined || counted.reauthentication_failures < REAUTHENTICATION_FAILURE_LIMIT) return;
-  await tx
-    .updateTable('persons')
-    .set({
-      reauthentication_failures: 0,
-      reauthentication_window_started_at: null,
-      reauthentication_paused_until: secondsAfter(now, REAUTHENTICATION_PAUSE_SECONDS),
-    })
-    .where('id', '=', personId)
-    .execute();
+  const windowExpiredAt = secondsAfter(now, -REAUTHENTICATION_WINDOW_SECONDS);
+  const failures = await countReauthenticationFailure(tx, personId, now, windowExpiredAt);
+  if (failures === undefined || failures < REAUTHENTICATION_FAILURE_LIMIT) return;
+  await updatePerson(tx, personId, {
+    reauthentication_failures: 0,
+    reauthentication_window_started_at: null,
+    reauthentication_paused_until: secondsAfter(now, REAUTHENTICATION_PAUSE_SECONDS),
+  });
 }

@@ -123,6 +123,55 @@ export async function countFailedPasswordSignIn(tx: Tx, id: string): Promise<num
   return row?.failed_login_attempts;
 }
 
+/** Until when the person's re-authentication checks are paused (auth/reauthentication.ts), if at all. */
+export async function findReauthenticationPausedUntil(db: DbOrTx, id: string): Promise<IsoTime | null> {
+  const row = await db
+    .selectFrom('persons')
+    .select('reauthentication_paused_until')
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return row?.reauthentication_paused_until ?? null;
+}
+
+/**
+ * Counts one failed re-authentication in one conditional write, so parallel failures are all
+ * counted: a window that started at or before `windowExpiredAt` (or none) starts over at this
+ * failure, at `now`. The count after it; undefined when the person has no row.
+ */
+export async function countReauthenticationFailure(
+  tx: Tx,
+  id: string,
+  now: IsoTime,
+  windowExpiredAt: IsoTime,
+): Promise<number | undefined> {
+  const row = await tx
+    .updateTable('persons')
+    .set((eb) => {
+      const windowExpired = eb.or([
+        eb('reauthentication_window_started_at', 'is', null),
+        eb('reauthentication_window_started_at', '<=', windowExpiredAt),
+      ]);
+      return {
+        reauthentication_failures: eb
+          .case()
+          .when(windowExpired)
+          .then(1)
+          .else(eb('reauthentication_failures', '+', 1))
+          .end(),
+        reauthentication_window_started_at: eb
+          .case()
+          .when(windowExpired)
+          .then(now)
+          .else(eb.ref('reauthentication_window_started_at'))
+          .end(),
+      };
+    })
+    .where('id', '=', id)
+    .returning('reauthentication_failures')
+    .executeTakeFirst();
+  return row?.reauthentication_failures;
+}
+
 const selectLiveAdministrator = preparedQuery(1, (db, id: string) =>
   db
     .selectFrom('persons')
