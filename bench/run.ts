@@ -147,7 +147,10 @@ interface Credentials {
 interface Seed {
   readonly adminId: string;
   readonly scopeId: string;
-  /** Whom the authenticated read reads, signed in as: the scope's User, or the admin should that seed fail. */
+  /**
+   * The person the authenticated read reads, each signing in as themselves: the scope's User,
+   * or the admin should the User's seed have failed.
+   */
   readonly reader: { readonly id: string; readonly credentials: Credentials };
   readonly applicationSecret: string | null;
 }
