@@ -123,7 +123,10 @@ export async function countFailedPasswordSignIn(tx: Tx, id: string): Promise<num
   return row?.failed_login_attempts;
 }
 
-/** Until when the person's re-authentication checks are paused (auth/reauthentication.ts), if at all. */
+/**
+ * Until when the person's re-authentication checks are paused, or null when they are not
+ * (auth/reauthentication.ts).
+ */
 export async function findReauthenticationPausedUntil(db: DbOrTx, id: string): Promise<IsoTime | null> {
   const row = await db
     .selectFrom('persons')
