@@ -124,8 +124,8 @@ export async function countFailedPasswordSignIn(tx: Tx, id: string): Promise<num
 }
 
 /**
- * Until when the person's re-authentication checks are paused, or null when they are not
- * (auth/reauthentication.ts).
+ * The end of the person's latest re-authentication pause (in the past once it is over), or null
+ * when none was set (auth/reauthentication.ts).
  */
 export async function findReauthenticationPausedUntil(db: DbOrTx, id: string): Promise<IsoTime | null> {
   const row = await db
