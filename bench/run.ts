@@ -437,8 +437,11 @@ interface MeasuredRun {
   readonly spending: Partial<ServiceSpending>;
 }
 
-const runRatio = ({ result, reference }: MeasuredRun) =>
+/** The ratio a target is judged on: the scenario's throughput over its reference's. */
+const ratioOf = (result: LoadResult, reference: Reference) =>
   result.requestsPerSecond / reference.requestsPerSecond;
+
+const runRatio = ({ result, reference }: MeasuredRun) => ratioOf(result, reference);
 
 /**
  * Records the run whose ratio is the median (for an even count, the lower middle), so that
@@ -488,7 +491,7 @@ function record(
     scenario,
     connections,
     ...result,
-    ratio: roundToThousandths(result.requestsPerSecond / reference.requestsPerSecond),
+    ratio: roundToThousandths(ratioOf(result, reference)),
     reference,
     peakRssMb,
     cpuMicrosPerRequest: perRequest(cpuSeconds),
