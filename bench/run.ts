@@ -56,7 +56,7 @@ interface ScenarioResult extends LoadResult {
   readonly scenario: string;
   readonly connections: number;
   readonly ratio: number;
-  /** What the ratio is to: the baseline's or the raw Argon2id loop's rate, measured just before. */
+  /** What the ratio is to: the baseline's rate measured just before, or the raw Argon2id loop's around the run. */
   readonly reference: Reference;
   readonly peakRssMb: number | null;
   /** The service's CPU time (all threads) per answered request, in microseconds. */
@@ -81,6 +81,11 @@ interface ThreadBusy {
 interface Reference {
   readonly name: 'baseline' | 'raw Argon2id';
   readonly requestsPerSecond: number;
+  /**
+   * Raw Argon2id only: the two rates whose mean `requestsPerSecond` is, measured just before and
+   * just after the run (measureRawArgon2Rate).
+   */
+  readonly bracket?: readonly [before: number, after: number];
 }
 
 const results: ScenarioResult[] = [];
@@ -306,19 +311,17 @@ async function measureLogin(service: MeasuredProcess, base: string) {
   for (const connections of CONNECTIONS) {
     await runLoad({ ...login(ADMIN.email, ADMIN.password, connections), durationSeconds: warmupSeconds });
     const runs: MeasuredRun[] = [];
+    // Consecutive runs share a raw measurement: the one after a run is the one before the next.
+    let rawBefore = await drainedRawArgon2Rate();
     for (let run = 0; run < runCount; run += 1) {
-      await drainBacklog();
-      const rawRate = await measureRawArgon2Rate();
       service.resetPeakRss();
       const { result, spent } = await measured(service, () =>
         runLoad(login(ADMIN.email, ADMIN.password, connections)),
       );
-      runs.push({
-        result,
-        peakRssMb: service.peakRssMb(),
-        reference: { requestsPerSecond: rawRate, name: 'raw Argon2id' },
-        spending: spent,
-      });
+      const peakRssMb = service.peakRssMb();
+      const rawAfter = await drainedRawArgon2Rate();
+      runs.push({ result, peakRssMb, reference: bracketedRawRate(rawBefore, rawAfter), spending: spent });
+      rawBefore = rawAfter;
     }
     recordMedianRun('login (correct password)', connections, runs);
   }
@@ -335,13 +338,11 @@ async function measureLogin(service: MeasuredProcess, base: string) {
   ];
   const refusalLoad = login(ADMIN.email, 'a wrong password', 32);
   await runInterleaved({ ...refusalLoad, durationSeconds: warmupSeconds }, refusalBodies);
-  await drainBacklog();
-  // Each kind gets half of the answers, so half the raw rate is its reference.
-  const halfRawRate = {
-    requestsPerSecond: (await measureRawArgon2Rate()) / 2,
-    name: 'raw Argon2id',
-  } as const;
+  const rawBefore = await drainedRawArgon2Rate();
   const refusals = await runInterleaved(refusalLoad, refusalBodies);
+  const rawRate = bracketedRawRate(rawBefore, await drainedRawArgon2Rate());
+  // Each kind gets half of the answers, so half the raw rate is its reference.
+  const halfRawRate = { ...rawRate, requestsPerSecond: rawRate.requestsPerSecond / 2 };
   const [wrong, unknown] = refusals as [LoadResult, LoadResult];
   record('login (wrong password, 401)', 32, wrong, service.peakRssMb(), { reference: halfRawRate });
   record('login (unknown email, 401)', 32, unknown, service.peakRssMb(), { reference: halfRawRate });
@@ -349,6 +350,22 @@ async function measureLogin(service: MeasuredProcess, base: string) {
   console.log(
     `Median time, wrong password vs unknown email: ${wrong.p50} ms vs ${unknown.p50} ms (${(difference * 100).toFixed(1)} % apart)`,
   );
+}
+
+/**
+ * The raw Argon2id rate a sign-in run is compared with: the mean of one measured just before it
+ * and one just after. The machine's hashing speed drifts within minutes (on one AMD machine the
+ * raw loop measured 195/s, then 228/s and 182/s around two runs of about 165 sign-ins/s each),
+ * and one measurement on either side cancels a steady drift where one before it cannot.
+ */
+function bracketedRawRate(before: number, after: number): Reference {
+  return { name: 'raw Argon2id', requestsPerSecond: (before + after) / 2, bracket: [before, after] };
+}
+
+/** The raw rate once the sign-ins a run left in flight are done (drainBacklog). */
+async function drainedRawArgon2Rate(): Promise<number> {
+  await drainBacklog();
+  return measureRawArgon2Rate();
 }
 
 /**
@@ -367,8 +384,8 @@ const BACKLOG_DRAIN_MS = 5_000;
 
 /**
  * Verifies per second of the same parameters, two (one per core) in flight, in this process while
- * the service is idle, just before the run it is compared with (the machine's speed drifts). Prints
- * it with the CPU time (this process, all threads) one verify takes.
+ * the service is idle, just before and just after the run it is compared with (the machine's speed
+ * drifts: bracketedRawRate). Prints it with the CPU time (this process, all threads) one verify takes.
  */
 async function measureRawArgon2Rate(): Promise<number> {
   const stored = await hash(ADMIN.password, PASSWORD_HASH_PARAMETERS);
@@ -429,7 +446,7 @@ async function serviceQuiet(service: MeasuredProcess): Promise<void> {
   }
 }
 
-/** One measured run of a scenario, with the reference measured just before it. */
+/** One measured run of a scenario, with its reference (bracketedRawRate for sign-ins). */
 interface MeasuredRun {
   readonly result: LoadResult;
   readonly peakRssMb: number;
@@ -456,7 +473,7 @@ function recordMedianRun(scenario: string, connections: number, runs: readonly M
     for (const [index, run] of runs.entries())
       console.log(
         `  run ${index + 1} of ${runs.length}: ${run.result.requestsPerSecond} req/s, ratio ${runRatios[index]} ` +
-          `(to ${run.reference.name} ${Math.round(run.reference.requestsPerSecond)}/s), p99 ${run.result.p99} ms, non-2xx ${run.result.non2xx}`,
+          `(to ${describeReference(run.reference)}), p99 ${run.result.p99} ms, non-2xx ${run.result.non2xx}`,
       );
   record(scenario, connections, median.result, Math.max(...runs.map((run) => run.peakRssMb)), {
     ...median.spending,
@@ -467,9 +484,15 @@ function recordMedianRun(scenario: string, connections: number, runs: readonly M
 
 const roundToThousandths = (value: number) => Math.round(value * 1000) / 1000;
 
+/** "baseline 61226/s", or "raw Argon2id 171/s: 183 before, 160 after". */
+function describeReference({ name, requestsPerSecond, bracket }: Reference): string {
+  const rate = `${name} ${Math.round(requestsPerSecond)}/s`;
+  return bracket === undefined ? rate : `${rate}: ${bracket[0]} before, ${bracket[1]} after`;
+}
+
 /**
- * Prints and keeps one run. `reference`: the rate it is compared with, measured just before it.
- * `cpuSeconds`: the service's CPU time during the run, reported per request, which moves far
+ * Prints and keeps one run. `reference`: the rate it is compared with (the baseline's measured just
+ * before it; the raw Argon2id loop's just before and after it). `cpuSeconds`: the service's CPU time during the run, reported per request, which moves far
  * less than throughput between runs on a noisy machine.
  */
 function record(
@@ -503,7 +526,7 @@ function record(
   console.log(
     `${scenario.padEnd(34)} c=${String(connections).padStart(3)}  ${String(result.requestsPerSecond).padStart(7)} req/s  ` +
       `p50 ${result.p50} p95 ${result.p95} p99 ${result.p99} ms  non-2xx ${result.non2xx}  ` +
-      `ratio ${entry.ratio} (to ${reference.name} ${Math.round(reference.requestsPerSecond)}/s)${peakRssMb === null ? '' : `  peak RSS ${peakRssMb} MB`}` +
+      `ratio ${entry.ratio} (to ${describeReference(reference)})${peakRssMb === null ? '' : `  peak RSS ${peakRssMb} MB`}` +
       `${entry.cpuMicrosPerRequest === null ? '' : `  CPU ${entry.cpuMicrosPerRequest} µs/req`}` +
       `${entry.threadPoolCpuMicrosPerRequest === null ? '' : ` (thread pool: ${entry.threadPoolCpuMicrosPerRequest})`}` +
       `${entry.httpThreadBusy === null ? '' : `  HTTP threads busy: ${entry.httpThreadBusy.map(({ thread, shareOfCore }) => `${thread} ${Math.round(shareOfCore * 100)} %`).join(', ')}`}` +
