@@ -63,14 +63,32 @@ export async function findPersonByEmailForSignIn(
   emailNormalized: string,
   scopeId: string | null,
 ): Promise<PersonRow | undefined> {
-  return db
+  const [row] =
+    scopeId === null
+      ? await selectUnscopedPersonByEmail(db, emailNormalized)
+      : await selectScopedPersonByEmail(db, emailNormalized, scopeId);
+  return row;
+}
+
+// Every sign-in reads the person by email and, if the password was right, again by id inside
+// its transaction: prepared (see preparedQuery), as the reads of every authenticated request are.
+const selectUnscopedPersonByEmail = preparedQuery(1, (db, emailNormalized: string) =>
+  db
     .selectFrom('persons')
     .selectAll()
     .where('email_normalized', '=', emailNormalized)
-    .where((eb) => (scopeId === null ? eb('scope_id', 'is', null) : eb('scope_id', '=', scopeId)))
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
-}
+    .where('scope_id', 'is', null)
+    .where('deleted_at', 'is', null),
+);
+
+const selectScopedPersonByEmail = preparedQuery(2, (db, emailNormalized: string, scopeId: string) =>
+  db
+    .selectFrom('persons')
+    .selectAll()
+    .where('email_normalized', '=', emailNormalized)
+    .where('scope_id', '=', scopeId)
+    .where('deleted_at', 'is', null),
+);
 
 /**
  * The person's row if a correct password may sign them in now: live, not suspended for erasure,
@@ -84,16 +102,21 @@ export async function findPersonAllowedPasswordSignIn(
   id: string,
   now: IsoTime,
 ): Promise<PersonRow | undefined> {
-  return tx
+  const [row] = await selectPersonAllowedPasswordSignIn(tx, id, now);
+  return row;
+}
+
+// Compiled once per dialect: the row lock is PostgreSQL's alone.
+const selectPersonAllowedPasswordSignIn = preparedQuery(2, (db, id: string, now: IsoTime) =>
+  db
     .selectFrom('persons')
     .selectAll()
     .where('id', '=', id)
     .where('deleted_at', 'is', null)
     .where('erasure_requested_at', 'is', null)
     .where((eb) => eb.or([eb('locked_out_until', 'is', null), eb('locked_out_until', '<=', now)]))
-    .$if(isPostgres(tx), (query) => query.forUpdate())
-    .executeTakeFirst();
-}
+    .$if(isPostgres(db), (query) => query.forUpdate()),
+);
 
 /**
  * A successful password sign-in: the failed-attempt count and an expired lock are cleared, and
