@@ -17,9 +17,9 @@ import { connectRedis, listenOptions, serviceLogger } from './threads/instance.t
 /**
  * Process entry: config → database → migrate → app → listen → the other HTTP threads; graceful
  * close on SIGTERM/SIGINT. The main thread serves HTTP too, and alone runs what must happen once
- * per process: migrations, the bootstrap admin, checkpoints, the retention pass and the bound on
- * credential checks. It also creates (without Redis) the rate-limit counters that every thread
- * charges in shared memory.
+ * per process: migrations, the bootstrap admin, checkpoints and the retention pass. It also creates
+ * the bound on credential checks and (without Redis) the rate-limit counters, which every thread
+ * uses in shared memory.
  */
 async function main(): Promise<void> {
   assertNodeVersion();
@@ -30,7 +30,7 @@ async function main(): Promise<void> {
   const redis = await connectRedis(config);
   const counters = redis === null ? new ProcessRateLimitCounters() : null;
   // Spec §Authentication 10: one bound on credential checks for the process, every thread's.
-  const credentialChecks = new ConcurrencyBound(availableParallelism());
+  const credentialChecks = new ConcurrencyBound(availableParallelism(), config.httpThreads);
   const app = await buildApp({
     config,
     database,

@@ -1,6 +1,3 @@
-import type { MessagePort } from 'node:worker_threads';
-import { answerCalls, portCaller } from '../threads/port-calls.ts';
-
 /**
  * What became of work given to a bound: it ran (`value`), no slot came in time (`busy`), or by the
  * time one came its caller had gone (`abandoned`) and it did not run.
@@ -32,20 +29,80 @@ async function runInSlot<T>(
   }
 }
 
+/** Thread `thread`'s side of a bound that several threads share (`ConcurrencyBound.handleFor`). */
+export interface SharedBoundHandle {
+  readonly shared: SharedArrayBuffer;
+  readonly thread: number;
+}
+
 /**
- * A counting semaphore with a waiting deadline. Password hashing is deliberately expensive;
- * without a bound, a burst of sign-ins would queue unbounded work on the libuv pool and every
- * request (including token checks) would slow down. Waiters beyond the deadline get `false`;
- * the others get their slot in the order they asked.
+ * A counting semaphore with a waiting deadline, shared by the threads of a process through a
+ * SharedArrayBuffer: one bound for the whole process, as spec §Authentication 10 asks, however
+ * many HTTP threads check passwords. Password hashing is deliberately expensive; without a
+ * bound, a burst of sign-ins would queue unbounded work on the libuv pool and every request
+ * (including token checks) would slow down. Waiters beyond the deadline get `false`; the others
+ * get their slot in the order they asked, whichever thread they asked on.
+ *
+ * Slots go by ticket: every ask takes the next ticket, and ticket t holds a slot once fewer
+ * than `limit` tickets before it are still unreleased (t < released + limit). Taking a free slot
+ * and giving one back are a shared counter each, so a thread never wakes another to ask or to
+ * return a slot; it wakes the one thread whose waiting ticket a release has just let in, and no
+ * thread at all when that ticket is its own. (Asks and releases used to be messages to the main
+ * thread: at about 80 sign-ins a second per thread, sending them cost each HTTP thread more CPU
+ * than writing its answers to the socket, docs/performance.md, seventeenth round.)
+ *
+ * A ticket whose waiter has given up (`busy`) keeps its place: when its slot comes, its thread
+ * gives the slot straight back, which lets the next ticket in.
  */
 export class ConcurrencyBound implements Bound {
-  readonly #limit: number;
-  #running = 0;
-  readonly #waiting: Array<{ resume: (granted: boolean) => void; timer: NodeJS.Timeout }> = [];
+  readonly #counters: BigInt64Array;
+  readonly #wakeCalls: Int32Array;
+  readonly #thread: number;
+  readonly #threads: number;
+  readonly #limit: bigint;
+  /** This thread's waiting asks, in ticket order. */
+  readonly #waiting: Waiter[] = [];
+  #listening = false;
 
-  constructor(limit: number) {
-    if (!Number.isInteger(limit) || limit < 1) throw new RangeError('limit must be a positive integer');
-    this.#limit = limit;
+  /**
+   * `new ConcurrencyBound(limit, threads)`: a bound of `limit` slots for up to `threads` threads,
+   * this side being thread 0 (hand the others `handleFor(1..threads - 1)`).
+   * `new ConcurrencyBound(handle)`: another thread's side of a bound made elsewhere.
+   */
+  constructor(source: number | SharedBoundHandle, threads: number = 1) {
+    let shared: SharedArrayBuffer;
+    if (typeof source === 'number') {
+      if (!Number.isInteger(source) || source < 1) throw new RangeError('limit must be a positive integer');
+      if (!Number.isInteger(threads) || threads < 1)
+        throw new RangeError('threads must be a positive integer');
+      shared = new SharedArrayBuffer(sharedBytes(threads));
+      const counters = new BigInt64Array(shared, 0, COUNTER_CELLS + threads);
+      counters[LIMIT] = BigInt(source);
+      counters.fill(NO_TICKET, COUNTER_CELLS);
+      this.#thread = 0;
+    } else {
+      shared = source.shared;
+      this.#thread = source.thread;
+    }
+    this.#threads = threadsOf(shared);
+    if (!Number.isInteger(this.#thread) || this.#thread < 0 || this.#thread >= this.#threads) {
+      throw new RangeError('thread must name one of the threads the bound was made for');
+    }
+    this.#counters = new BigInt64Array(shared, 0, COUNTER_CELLS + this.#threads);
+    this.#wakeCalls = new Int32Array(shared, (COUNTER_CELLS + this.#threads) * 8, this.#threads);
+    this.#limit = Atomics.load(this.#counters, LIMIT);
+  }
+
+  /** How many asks wait for a slot now, on every thread (one that gave up counts until its turn). */
+  waiting(): number {
+    const waiting =
+      Atomics.load(this.#counters, ISSUED) - Atomics.load(this.#counters, RELEASED) - this.#limit;
+    return waiting > 0n ? Number(waiting) : 0;
+  }
+
+  /** What thread `thread` (1 up to `threads - 1`) builds its side from (workerData). */
+  handleFor(thread: number): SharedBoundHandle {
+    return { shared: this.#counters.buffer as SharedArrayBuffer, thread };
   }
 
   async run<T>(
@@ -58,58 +115,95 @@ export class ConcurrencyBound implements Bound {
 
   /** Takes a slot (true), or gives up after `waitMs` (false). A slot taken must be released. */
   acquire(waitMs: number): Promise<boolean> {
-    if (this.#running < this.#limit) {
-      this.#running += 1;
-      return Promise.resolve(true);
-    }
+    const ticket = Atomics.add(this.#counters, ISSUED, 1n);
+    if (this.#holdsSlot(ticket)) return Promise.resolve(true);
     return new Promise((resolve) => {
-      const entry = {
+      const waiter: Waiter = {
+        ticket,
         resume: resolve,
         timer: setTimeout(() => {
-          const index = this.#waiting.indexOf(entry);
-          if (index !== -1) this.#waiting.splice(index, 1);
+          waiter.gaveUp = true;
           resolve(false);
         }, waitMs),
+        gaveUp: false,
       };
-      this.#waiting.push(entry);
+      this.#waiting.push(waiter);
+      this.#letInDue();
+      this.#listen();
     });
   }
 
   release(): void {
-    const next = this.#waiting.shift();
-    if (next === undefined) {
-      this.#running -= 1;
-      return;
+    this.#giveSlotBack();
+    this.#letInDue();
+  }
+
+  #holdsSlot(ticket: bigint): boolean {
+    return ticket < Atomics.load(this.#counters, RELEASED) + this.#limit;
+  }
+
+  /** Returns one slot, and wakes the other thread whose first waiting ticket that lets in. */
+  #giveSlotBack(): void {
+    const letIn = Atomics.add(this.#counters, RELEASED, 1n) + this.#limit;
+    for (let thread = 0; thread < this.#threads; thread += 1) {
+      if (thread === this.#thread || Atomics.load(this.#counters, COUNTER_CELLS + thread) !== letIn) continue;
+      Atomics.add(this.#wakeCalls, thread, 1);
+      Atomics.notify(this.#wakeCalls, thread);
     }
-    // Hand the slot straight to the next waiter; the running count stays the same.
-    clearTimeout(next.timer);
-    next.resume(true);
+  }
+
+  /**
+   * Resumes this thread's first waiters while they hold slots (giving back those of waiters
+   * that gave up), then publishes its first waiting ticket for the releasing threads to see.
+   * The ticket is published before its slot is checked once more: a release between the two
+   * either sees it (and wakes this thread) or is seen by the check.
+   */
+  #letInDue(): void {
+    for (;;) {
+      const first = this.#waiting[0];
+      Atomics.store(this.#counters, COUNTER_CELLS + this.#thread, first?.ticket ?? NO_TICKET);
+      if (first === undefined || !this.#holdsSlot(first.ticket)) return;
+      this.#waiting.shift();
+      clearTimeout(first.timer);
+      if (first.gaveUp) this.#giveSlotBack();
+      else first.resume(true);
+    }
+  }
+
+  /** While this thread has waiters, waits (off the event loop) for another thread's release. */
+  #listen(): void {
+    if (this.#listening || this.#waiting.length === 0) return;
+    const seen = Atomics.load(this.#wakeCalls, this.#thread);
+    const wait = Atomics.waitAsync(this.#wakeCalls, this.#thread, seen);
+    this.#listening = true;
+    const woken = () => {
+      this.#listening = false;
+      this.#letInDue();
+      this.#listen();
+    };
+    // Not pending: a release came since `seen` was read. The waiters' timers keep the thread
+    // alive meanwhile (a pending waitAsync does not).
+    if (wait.async) void wait.value.then(woken);
+    else queueMicrotask(woken);
   }
 }
 
-/** Asks for a slot within `waitMs`, or gives one back. */
-type SlotRequest = { readonly waitMs: number } | { readonly release: true };
-
-/**
- * Serves `bound` to another thread through `port` (see `remoteBound`): one bound for the whole
- * process, as spec §Authentication 10 asks, however many HTTP threads check passwords.
- */
-export function serveBound(bound: ConcurrencyBound, port: MessagePort): void {
-  answerCalls<SlotRequest, boolean>(port, (request) => {
-    if ('release' in request) {
-      bound.release();
-      return true;
-    }
-    return bound.acquire(request.waitMs);
-  });
+interface Waiter {
+  readonly ticket: bigint;
+  readonly resume: (granted: boolean) => void;
+  readonly timer: NodeJS.Timeout;
+  gaveUp: boolean;
 }
 
-/** The bound another thread serves through `port` (`serveBound`), with the same waiting order. */
-export function remoteBound(port: MessagePort): Bound {
-  const slots = portCaller<SlotRequest, boolean>(port);
-  return {
-    async run(work, waitMs, stillWanted) {
-      return runInSlot(await slots.call({ waitMs }), work, stillWanted, () => slots.tell({ release: true }));
-    },
-  };
-}
+// The shared memory: BigInt64 cells (tickets never wrap) for the limit, the tickets issued, the
+// slots released and each thread's first waiting ticket; then an Int32 cell per thread that
+// releasing threads bump to wake it.
+const LIMIT = 0;
+const ISSUED = 1;
+const RELEASED = 2;
+const COUNTER_CELLS = 3;
+/** A thread's first waiting ticket when it has none (tickets start at 0). */
+const NO_TICKET = -1n;
+
+const sharedBytes = (threads: number) => (COUNTER_CELLS + threads) * 8 + threads * 4;
+const threadsOf = (shared: SharedArrayBuffer) => (shared.byteLength - COUNTER_CELLS * 8) / 12;

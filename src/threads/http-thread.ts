@@ -1,6 +1,6 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { buildApp } from '../app.ts';
-import { remoteBound } from '../crypto/concurrency.ts';
+import { ConcurrencyBound } from '../crypto/concurrency.ts';
 import { PasswordHasher } from '../crypto/passwords.ts';
 import { openDatabase } from '../db/open-database.ts';
 import { ProcessRateLimitCounters } from '../http/process-rate-limits.ts';
@@ -10,9 +10,9 @@ import { connectRedis, listenOptions, serviceLogger } from './instance.ts';
 /**
  * Entry of an HTTP thread other than the main one (started by http-threads.ts): the same app on
  * its own database connection, bound to the main thread's port. The main thread alone migrates,
- * creates the bootstrap admin, checkpoints and runs the retention pass, and holds the bound on
- * credential checks; the rate-limit counters are a table in shared memory that it created and
- * that every thread charges.
+ * creates the bootstrap admin, checkpoints and runs the retention pass; the rate-limit counters
+ * and the bound on credential checks are in shared memory that it created and that every thread
+ * uses directly.
  */
 
 async function runHttpThread({
@@ -20,7 +20,7 @@ async function runHttpThread({
   port,
   rateLimitCounters,
   sqliteWriteLock,
-  credentialCheckPort,
+  credentialChecks,
 }: HttpThreadData): Promise<void> {
   const database = openDatabase(config.databaseUrl, { sqliteCheckpointer: false, sqliteWriteLock });
   const redis = await connectRedis(config);
@@ -31,7 +31,7 @@ async function runHttpThread({
     ...(rateLimitCounters === null
       ? {}
       : { rateLimitCounters: new ProcessRateLimitCounters(rateLimitCounters) }),
-    passwords: new PasswordHasher(remoteBound(credentialCheckPort)),
+    passwords: new PasswordHasher(new ConcurrencyBound(credentialChecks)),
     logger: serviceLogger(config),
   });
   await app.services.passwords.prepareDecoy();
@@ -40,7 +40,6 @@ async function runHttpThread({
     await app.close();
     await database.close();
     await redis?.quit();
-    credentialCheckPort.close();
     parentPort!.close();
   });
   parentPort!.postMessage(LISTENING);

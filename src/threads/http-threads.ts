@@ -1,8 +1,8 @@
 import { once } from 'node:events';
-import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
+import { Worker } from 'node:worker_threads';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config/config.ts';
-import { type ConcurrencyBound, serveBound } from '../crypto/concurrency.ts';
+import type { ConcurrencyBound, SharedBoundHandle } from '../crypto/concurrency.ts';
 import type { ProcessRateLimitCounters, SharedCounterTable } from '../http/process-rate-limits.ts';
 import { workerEntry } from './worker-entry.ts';
 
@@ -22,8 +22,8 @@ export interface HttpThreadData {
   readonly rateLimitCounters: SharedCounterTable | null;
   /** The main thread's SQLite write lock, shared (null with PostgreSQL). */
   readonly sqliteWriteLock: SharedArrayBuffer | null;
-  /** Where to take slots of the process's bound on credential checks. */
-  readonly credentialCheckPort: MessagePort;
+  /** This thread's side of the process's bound on credential checks. */
+  readonly credentialChecks: SharedBoundHandle;
 }
 
 /** Sent to the main thread once this thread listens. */
@@ -42,7 +42,7 @@ export interface HttpThreadOptions {
   /** The process's rate-limit counters, or null when Redis holds them. */
   readonly counters: ProcessRateLimitCounters | null;
   readonly sqliteWriteLock: SharedArrayBuffer | null;
-  /** The process's bound on credential checks (spec §Authentication 10). */
+  /** The process's bound on credential checks (spec §Authentication 10), made for every thread. */
   readonly credentialChecks: ConcurrencyBound;
   readonly log: FastifyBaseLogger;
   readonly onExit: (code: number) => void;
@@ -61,16 +61,16 @@ export async function startHttpThreads(count: number, options: HttpThreadOptions
   const close = async () => {
     closing = true;
     await Promise.all(
-      started.map(async ({ worker, exited, credentialCheckPort }) => {
+      started.map(async ({ worker, exited }) => {
         worker.postMessage(CLOSE);
         await exited;
-        credentialCheckPort.close();
       }),
     );
   };
   try {
     for (let index = 0; index < count; index += 1) {
-      const thread = await startHttpThread(options, (code) => {
+      // The main thread is thread 0 of the bound on credential checks.
+      const thread = await startHttpThread(options, index + 1, (code) => {
         if (!closing) options.onExit(code);
       });
       started.push(thread);
@@ -84,9 +84,11 @@ export async function startHttpThreads(count: number, options: HttpThreadOptions
 }
 
 /** Starts one thread; `onExitAfterStart` hears of its exit once it has said it listens. */
-async function startHttpThread(options: HttpThreadOptions, onExitAfterStart: (code: number) => void) {
-  const credentialChecks = new MessageChannel();
-  serveBound(options.credentialChecks, credentialChecks.port1);
+async function startHttpThread(
+  options: HttpThreadOptions,
+  thread: number,
+  onExitAfterStart: (code: number) => void,
+) {
   const worker = new Worker(options.entry ?? HTTP_THREAD_ENTRY, {
     name: HTTP_THREAD_NAME,
     workerData: {
@@ -94,9 +96,8 @@ async function startHttpThread(options: HttpThreadOptions, onExitAfterStart: (co
       port: options.port,
       rateLimitCounters: options.counters?.shared ?? null,
       sqliteWriteLock: options.sqliteWriteLock,
-      credentialCheckPort: credentialChecks.port2,
+      credentialChecks: options.credentialChecks.handleFor(thread),
     } satisfies HttpThreadData,
-    transferList: [credentialChecks.port2],
   });
   // Settles once the thread is gone, however it ended (a thread that died has exited already).
   const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
@@ -117,5 +118,5 @@ async function startHttpThread(options: HttpThreadOptions, onExitAfterStart: (co
     }),
   ])) as [unknown];
   if (message !== LISTENING) throw new Error('An HTTP thread sent an unexpected message while starting.');
-  return { worker, exited, credentialCheckPort: credentialChecks.port1 };
+  return { worker, exited };
 }

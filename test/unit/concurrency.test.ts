@@ -1,7 +1,8 @@
 import { once } from 'node:events';
-import { MessageChannel, Worker } from 'node:worker_threads';
+import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
-import { ConcurrencyBound, serveBound } from '../../src/crypto/concurrency.ts';
+import { ConcurrencyBound } from '../../src/crypto/concurrency.ts';
+import { stress } from '../helpers/bound-stress.ts';
 
 describe('ConcurrencyBound', () => {
   it('never runs more than its limit at once and hands slots to waiters in order', async () => {
@@ -70,15 +71,23 @@ describe('work whose caller has gone', () => {
 });
 
 describe('one bound for every HTTP thread (spec §Authentication 10)', () => {
-  it("counts another thread's checks against the same limit, both ways", async () => {
-    const bound = new ConcurrencyBound(1);
-    const channel = new MessageChannel();
-    serveBound(bound, channel.port1);
+  /** A thread with its side of `bound` (thread 1 of it), and a counter cell both threads share. */
+  function startThread(bound: ConcurrencyBound) {
+    const counter = new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
     const thread = new Worker(new URL('../helpers/bound-thread.ts', import.meta.url), {
-      workerData: channel.port2,
-      transferList: [channel.port2],
+      workerData: { handle: bound.handleFor(1), counter },
     });
-    const reply = () => once(thread, 'message').then(([message]) => message as string);
+    const reply = () => once(thread, 'message').then(([message]) => message as unknown);
+    const stop = async () => {
+      thread.postMessage('stop');
+      await thread.terminate();
+    };
+    return { thread, counter, reply, stop };
+  }
+
+  it("counts another thread's checks against the same limit, both ways", async () => {
+    const bound = new ConcurrencyBound(1, 2);
+    const { thread, reply, stop } = startThread(bound);
     try {
       // The other thread holds the one slot: this thread is told busy, and so is the other's next ask.
       thread.postMessage('hold');
@@ -98,9 +107,66 @@ describe('one bound for every HTTP thread (spec §Authentication 10)', () => {
       thread.postMessage('try');
       expect(await reply()).toBe('ran');
     } finally {
-      thread.postMessage('stop');
-      await thread.terminate();
-      channel.port1.close();
+      await stop();
+    }
+  });
+
+  it('hands a slot to the waiter that asked first, whichever thread it asked on', async () => {
+    const bound = new ConcurrencyBound(1, 2);
+    const { thread, counter, reply, stop } = startThread(bound);
+    try {
+      let releaseHere!: () => void;
+      const heldHere = bound.run(() => new Promise<void>((resolve) => (releaseHere = resolve)), 5_000);
+      // The other thread asks first, then this thread; each takes a turn number once it has a slot.
+      thread.postMessage('queue');
+      const otherTurn = reply();
+      await waitUntil(() => bound.waiting() === 1);
+      const hereTurn = bound.run(async () => Atomics.add(counter, 0, 1), 5_000);
+      releaseHere();
+      await heldHere;
+      expect(await otherTurn).toBe(0);
+      expect(await hereTurn).toEqual({ value: 1 });
+    } finally {
+      await stop();
+    }
+  });
+
+  it('lets a waiter of the other thread in when a waiter before it gave up', async () => {
+    const bound = new ConcurrencyBound(1, 2);
+    const { thread, reply, stop } = startThread(bound);
+    try {
+      let releaseHere!: () => void;
+      const heldHere = bound.run(() => new Promise<void>((resolve) => (releaseHere = resolve)), 5_000);
+      // This thread's ask gives up before the slot comes; the other thread's, made after it, waits.
+      const gaveUp = bound.run(async () => 'never', 20);
+      thread.postMessage('queue');
+      const otherTurn = reply();
+      expect(await gaveUp).toEqual({ busy: true });
+      releaseHere();
+      await heldHere;
+      expect(await otherTurn).toBe(0);
+    } finally {
+      await stop();
+    }
+  });
+
+  it('never runs more than its limit at once across threads', async () => {
+    const bound = new ConcurrencyBound(2, 2);
+    const { thread, counter, reply, stop } = startThread(bound);
+    try {
+      thread.postMessage('stress');
+      const [peakThere, peakHere] = await Promise.all([reply(), stress(bound, counter)]);
+      expect(Math.max(peakThere as number, peakHere)).toBe(2);
+      expect(counter[0]).toBe(0);
+    } finally {
+      await stop();
     }
   });
 });
+
+async function waitUntil(condition: () => boolean): Promise<void> {
+  for (let waited = 0; !condition(); waited += 5) {
+    if (waited > 5_000) throw new Error('timed out waiting');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
