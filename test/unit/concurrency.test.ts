@@ -98,8 +98,7 @@ describe('one bound for every HTTP thread (spec §Authentication 10)', () => {
       // Given back, the slot serves this thread; held here, the other thread is told busy.
       thread.postMessage('release');
       expect(await bound.run(async () => 'ran', 1_000)).toEqual({ value: 'ran' });
-      let releaseHere!: () => void;
-      const heldHere = bound.run(() => new Promise<void>((resolve) => (releaseHere = resolve)), 1_000);
+      const [heldHere, releaseHere] = holdSlot(bound);
       thread.postMessage('try');
       expect(await reply()).toBe('busy');
       releaseHere();
@@ -115,8 +114,7 @@ describe('one bound for every HTTP thread (spec §Authentication 10)', () => {
     const bound = new ConcurrencyBound(1, 2);
     const { thread, counter, reply, stop } = startThread(bound);
     try {
-      let releaseHere!: () => void;
-      const heldHere = bound.run(() => new Promise<void>((resolve) => (releaseHere = resolve)), 5_000);
+      const [heldHere, releaseHere] = holdSlot(bound);
       // The other thread asks first, then this thread; each takes a turn number once it has a slot.
       thread.postMessage('queue');
       const otherTurn = reply();
@@ -135,12 +133,12 @@ describe('one bound for every HTTP thread (spec §Authentication 10)', () => {
     const bound = new ConcurrencyBound(1, 2);
     const { thread, reply, stop } = startThread(bound);
     try {
-      let releaseHere!: () => void;
-      const heldHere = bound.run(() => new Promise<void>((resolve) => (releaseHere = resolve)), 5_000);
+      const [heldHere, releaseHere] = holdSlot(bound);
       // This thread's ask gives up before the slot comes; the other thread's, made after it, waits.
       const gaveUp = bound.run(async () => 'never', 20);
       thread.postMessage('queue');
       const otherTurn = reply();
+      await waitUntil(() => bound.waiting() === 2);
       expect(await gaveUp).toEqual({ busy: true });
       releaseHere();
       await heldHere;
@@ -163,6 +161,14 @@ describe('one bound for every HTTP thread (spec §Authentication 10)', () => {
     }
   });
 });
+
+/** Takes a slot of `bound` on this thread: the work holding it, and what ends that work. */
+function holdSlot(bound: ConcurrencyBound): [Promise<unknown>, () => void] {
+  let release!: () => void;
+  const held = bound.run(() => new Promise<void>((resolve) => (release = resolve)), 5_000);
+  // The work starts once the slot is granted, a turn later: `release` is read when called.
+  return [held, () => release()];
+}
 
 async function waitUntil(condition: () => boolean): Promise<void> {
   for (let waited = 0; !condition(); waited += 5) {
