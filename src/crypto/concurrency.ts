@@ -85,7 +85,7 @@ export class ConcurrencyBound implements Bound {
       this.#thread = source.thread;
     }
     this.#threads = threadsOf(shared);
-    if (!Number.isInteger(this.#thread) || this.#thread < 0 || this.#thread >= this.#threads) {
+    if (!isThreadOf({ shared, thread: this.#thread })) {
       throw new RangeError('thread must name one of the threads the bound was made for');
     }
     this.#counters = new BigInt64Array(shared, 0, COUNTER_CELLS + this.#threads);
@@ -102,7 +102,11 @@ export class ConcurrencyBound implements Bound {
 
   /** What thread `thread` (1 up to `threads - 1`) builds its side from (workerData). */
   handleFor(thread: number): SharedBoundHandle {
-    return { shared: this.#counters.buffer as SharedArrayBuffer, thread };
+    const handle = { shared: this.#counters.buffer as SharedArrayBuffer, thread };
+    // Refused here, in the thread that made the bound, rather than in the thread it was for.
+    if (!isThreadOf(handle))
+      throw new RangeError('thread must name one of the threads the bound was made for');
+    return handle;
   }
 
   async run<T>(
@@ -207,3 +211,5 @@ const NO_TICKET = -1n;
 
 const sharedBytes = (threads: number) => (COUNTER_CELLS + threads) * 8 + threads * 4;
 const threadsOf = (shared: SharedArrayBuffer) => (shared.byteLength - COUNTER_CELLS * 8) / 12;
+const isThreadOf = ({ shared, thread }: SharedBoundHandle) =>
+  Number.isInteger(thread) && thread >= 0 && thread < threadsOf(shared);

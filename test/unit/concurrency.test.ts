@@ -148,6 +148,12 @@ describe('one bound for every HTTP thread (spec §Authentication 10)', () => {
     }
   });
 
+  it('refuses a side for a thread it was not made for', () => {
+    const bound = new ConcurrencyBound(2, 2);
+    expect(() => bound.handleFor(2)).toThrow(RangeError);
+    expect(() => new ConcurrencyBound({ shared: bound.handleFor(1).shared, thread: 2 })).toThrow(RangeError);
+  });
+
   it('never runs more than its limit at once across threads', async () => {
     const bound = new ConcurrencyBound(2, 2);
     const { thread, counter, reply, stop } = startThread(bound);

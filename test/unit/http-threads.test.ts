@@ -13,7 +13,8 @@ function options(port: number, onExit: (code: number) => void) {
     port,
     counters: null,
     sqliteWriteLock: null,
-    credentialChecks: new ConcurrencyBound(1),
+    // The main thread and up to two more.
+    credentialChecks: new ConcurrencyBound(1, 3),
     log: silent,
     onExit,
     entry: new URL('../helpers/stand-in-http-thread.ts', import.meta.url),
