@@ -56,7 +56,7 @@ interface ScenarioResult extends LoadResult {
   readonly scenario: string;
   readonly connections: number;
   readonly ratio: number;
-  /** What the ratio is to: the baseline's rate measured just before, or the raw Argon2id loop's around the run. */
+  /** What the ratio is to: the baseline's rate just before the run, or the raw Argon2id loop's around it. */
   readonly reference: Reference;
   readonly peakRssMb: number | null;
   /** The service's CPU time (all threads) per answered request, in microseconds. */
@@ -503,8 +503,9 @@ function describeReference({ name, requestsPerSecond, bracket }: Reference): str
 
 /**
  * Prints and keeps one run. `reference`: the rate it is compared with (the baseline's measured just
- * before it; the raw Argon2id loop's just before and after it). `cpuSeconds`: the service's CPU time during the run, reported per request, which moves far
- * less than throughput between runs on a noisy machine.
+ * before it; the raw Argon2id loop's just before and after it). `cpuSeconds`: the service's CPU
+ * time during the run, reported per request, which moves far less than throughput between runs on
+ * a noisy machine.
  */
 function record(
   scenario: string,

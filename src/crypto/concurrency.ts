@@ -48,7 +48,7 @@ export interface SharedBoundHandle {
  * and giving one back are a shared counter each, so a thread never wakes another to ask or to
  * return a slot; it wakes the one thread whose waiting ticket a release has just let in, and no
  * thread at all when that ticket is its own. (Asks and releases used to be messages to the main
- * thread: at about 80 sign-ins a second per thread, sending them cost each HTTP thread more CPU
+ * thread: at about 70 sign-ins a second per thread, sending them cost the worker thread more CPU
  * than writing its answers to the socket, docs/performance.md, seventeenth round.)
  *
  * A ticket whose waiter has given up (`busy`) keeps its place: when its slot comes, its thread
