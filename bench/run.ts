@@ -471,7 +471,7 @@ const runRatio = ({ result, reference }: MeasuredRun) => ratioOf(result, referen
  * highest of all runs, as the memory target is a ceiling.
  */
 function recordMedianRun(scenario: string, connections: number, runs: readonly MeasuredRun[]) {
-  const median = [...runs].sort((a, b) => runRatio(a) - runRatio(b))[(runs.length - 1) >> 1];
+  const median = medianBy(runs, runRatio);
   if (median === undefined) return;
   const runRatios = runs.length > 1 ? runs.map((run) => roundToThousandths(runRatio(run))) : null;
   const runP99s = runs.length > 1 ? runs.map((run) => run.result.p99) : null;
@@ -491,9 +491,12 @@ function recordMedianRun(scenario: string, connections: number, runs: readonly M
 
 const roundToThousandths = (value: number) => Math.round(value * 1000) / 1000;
 
-/** The middle value (for an even count, the lower middle, as recordMedianRun picks). */
-const medianOf = (values: readonly number[]) =>
-  [...values].sort((a, b) => a - b)[(values.length - 1) >> 1] ?? Number.NaN;
+/** The item whose `key` is the median (for an even count, the lower middle); undefined when none. */
+function medianBy<T>(items: readonly T[], key: (item: T) => number): T | undefined {
+  return [...items].sort((a, b) => key(a) - key(b))[(items.length - 1) >> 1];
+}
+
+const medianOf = (values: readonly number[]) => medianBy(values, (value) => value) ?? Number.NaN;
 
 /** "baseline 61226/s", or "raw Argon2id 171/s: 183 before, 160 after". */
 function describeReference({ name, requestsPerSecond, bracket }: Reference): string {

@@ -84,10 +84,8 @@ export class ConcurrencyBound implements Bound {
       shared = source.shared;
       this.#thread = source.thread;
     }
+    requireThreadOf({ shared, thread: this.#thread });
     this.#threads = threadsOf(shared);
-    if (!isThreadOf({ shared, thread: this.#thread })) {
-      throw new RangeError('thread must name one of the threads the bound was made for');
-    }
     this.#counters = new BigInt64Array(shared, 0, COUNTER_CELLS + this.#threads);
     this.#wakeCalls = new Int32Array(shared, (COUNTER_CELLS + this.#threads) * 8, this.#threads);
     this.#limit = Atomics.load(this.#counters, LIMIT);
@@ -102,11 +100,8 @@ export class ConcurrencyBound implements Bound {
 
   /** What thread `thread` (1 up to `threads - 1`) builds its side from (workerData). */
   handleFor(thread: number): SharedBoundHandle {
-    const handle = { shared: this.#counters.buffer as SharedArrayBuffer, thread };
     // Refused here, in the thread that made the bound, rather than in the thread it was for.
-    if (!isThreadOf(handle))
-      throw new RangeError('thread must name one of the threads the bound was made for');
-    return handle;
+    return requireThreadOf({ shared: this.#counters.buffer as SharedArrayBuffer, thread });
   }
 
   async run<T>(
@@ -211,5 +206,10 @@ const NO_TICKET = -1n;
 
 const sharedBytes = (threads: number) => (COUNTER_CELLS + threads) * 8 + threads * 4;
 const threadsOf = (shared: SharedArrayBuffer) => (shared.byteLength - COUNTER_CELLS * 8) / 12;
-const isThreadOf = ({ shared, thread }: SharedBoundHandle) =>
-  Number.isInteger(thread) && thread >= 0 && thread < threadsOf(shared);
+function requireThreadOf(handle: SharedBoundHandle): SharedBoundHandle {
+  const { shared, thread } = handle;
+  if (!Number.isInteger(thread) || thread < 0 || thread >= threadsOf(shared)) {
+    throw new RangeError('thread must name one of the threads the bound was made for');
+  }
+  return handle;
+}
