@@ -5,7 +5,7 @@ import { Refusal } from '../../http/messages.ts';
 import { type PageRequest, pageRequest } from '../../http/pagination.ts';
 import { requireManageableScope } from '../scopes/scope-access.ts';
 import { ADMINISTRATOR_ROLES } from './person-rules.ts';
-import { findPerson, listPersons, type PersonFilter } from './persons.repository.ts';
+import { findPersonWithTwoFactor, listPersons, type PersonFilter } from './persons.repository.ts';
 import type {
   ListOwnersQuery,
   ListScopeAdminsQuery,
@@ -50,6 +50,25 @@ export async function presentPersons(
   rows: readonly PersonRow[],
   viewer: Caller,
 ): Promise<Person[]> {
+  const twoFactor = await personsWithActiveTwoFactor(
+    db,
+    rows.map((row) => row.id),
+  );
+  return presentWithTwoFactor(db, rows, viewer, twoFactor);
+}
+
+export async function presentPerson(db: DbOrTx, row: PersonRow, viewer: Caller): Promise<Person> {
+  const [person] = await presentPersons(db, [row], viewer);
+  return person as Person;
+}
+
+/** `presentPersons`, for rows whose two-factor flags were read with them. */
+async function presentWithTwoFactor(
+  db: DbOrTx,
+  rows: readonly PersonRow[],
+  viewer: Caller,
+  twoFactor: ReadonlySet<string>,
+): Promise<Person[]> {
   // Only administrators own scopes (a User who becomes an owner is promoted to Scope Admin), so
   // a page of Users (or a User reading themselves) needs no ownership read at all.
   const administrators = rows.filter((row) => row.role !== Role.User).map((row) => row.id);
@@ -58,10 +77,6 @@ export async function presentPersons(
     isSystemAdmin(viewer) || administrators.length === 0 ? administrators : [...administrators, viewer.id],
   );
   const visible = new Set(owned.get(viewer.id) ?? []);
-  const twoFactor = await personsWithActiveTwoFactor(
-    db,
-    rows.map((row) => row.id),
-  );
   return rows.map((row) => {
     const scopes = owned.get(row.id) ?? [];
     const seesAll = isSystemAdmin(viewer) || row.id === viewer.id;
@@ -71,11 +86,6 @@ export async function presentPersons(
       twoFactor.has(row.id),
     );
   });
-}
-
-export async function presentPerson(db: DbOrTx, row: PersonRow, viewer: Caller): Promise<Person> {
-  const [person] = await presentPersons(db, [row], viewer);
-  return person as Person;
 }
 
 /**
@@ -94,9 +104,11 @@ export async function getPersonFor(
     isSystemAdmin(caller) ||
     (caller.role === Role.ScopeAdmin && (await sharesOwnedScope(db, caller.id, id)));
   if (!allowed) throw new Refusal('You are not allowed to view this person.');
-  const row = await findPerson(db, id, includeDeleted && isSystemAdmin(caller));
-  if (row === undefined) throw new Refusal('Person not found.');
-  return presentPerson(db, row, caller);
+  const found = await findPersonWithTwoFactor(db, id, includeDeleted && isSystemAdmin(caller));
+  if (found === undefined) throw new Refusal('Person not found.');
+  const { row, twoFactorEnabled } = found;
+  const [person] = await presentWithTwoFactor(db, [row], caller, new Set(twoFactorEnabled ? [row.id] : []));
+  return person as Person;
 }
 
 async function personPage(

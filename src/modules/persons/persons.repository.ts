@@ -12,6 +12,7 @@ import {
 import { preparedQuery } from '../../db/prepared-query.ts';
 import { containsNormalized, isPostgres } from '../../db/query-helpers.ts';
 import type { PageRequest } from '../../http/pagination.ts';
+import { twoFactorActiveColumn } from '../two-factor/two-factor.repository.ts';
 import { ADMINISTRATOR_ROLES } from './person-rules.ts';
 
 /** What authentication needs of a person on every request: one primary-key read. */
@@ -282,6 +283,39 @@ export async function findPerson(
 ): Promise<PersonRow | undefined> {
   const [row] = await (includeDeleted ? selectPersonIncludingDeleted : selectLivePerson)(db, id);
   return row;
+}
+
+/** A person with whether their two-factor authentication is active (the answer's flag). */
+export interface PersonWithTwoFactor {
+  readonly row: PersonRow;
+  readonly twoFactorEnabled: boolean;
+}
+
+// GET /api/persons/{id} answers a person with their two-factor flag: one statement for both.
+const selectLivePersonWithTwoFactor = preparedQuery(1, (db, id: string) =>
+  db
+    .selectFrom('persons')
+    .selectAll('persons')
+    .select(twoFactorActiveColumn)
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null),
+);
+const selectPersonWithTwoFactorIncludingDeleted = preparedQuery(1, (db, id: string) =>
+  db.selectFrom('persons').selectAll('persons').select(twoFactorActiveColumn).where('id', '=', id),
+);
+
+/** `findPerson`, with the person's two-factor flag read in the same statement. */
+export async function findPersonWithTwoFactor(
+  db: DbOrTx,
+  id: string,
+  includeDeleted = false,
+): Promise<PersonWithTwoFactor | undefined> {
+  const [found] = await (
+    includeDeleted ? selectPersonWithTwoFactorIncludingDeleted : selectLivePersonWithTwoFactor
+  )(db, id);
+  if (found === undefined) return undefined;
+  const { two_factor_active: twoFactorActive, ...row } = found;
+  return { row, twoFactorEnabled: twoFactorActive === 1 };
 }
 
 export async function updatePerson(tx: Tx, id: string, changes: PersonUpdate): Promise<void> {

@@ -1,5 +1,7 @@
+import type { ExpressionBuilder } from 'kysely';
 import { newId } from '../../crypto/secrets.ts';
 import type {
+  Database,
   DbOrTx,
   IsoTime,
   TwoFactorChallengeRow,
@@ -7,7 +9,6 @@ import type {
   TwoFactorLockRow,
   Tx,
 } from '../../db/database.ts';
-import { preparedQuery } from '../../db/prepared-query.ts';
 
 /** SQL of the two-factor module (configurations, recovery codes, challenges, the lock). */
 
@@ -18,13 +19,30 @@ export async function findTwoFactorConfig(
   return db.selectFrom('two_factor_configs').selectAll().where('person_id', '=', personId).executeTakeFirst();
 }
 
-const selectActiveTwoFactorOfOne = preparedQuery(1, (db, personId: string) =>
-  db
-    .selectFrom('two_factor_configs')
-    .select('person_id')
-    .where('person_id', '=', personId)
-    .where('status', '=', 'active'),
-);
+/**
+ * Whether the outer query's person has two-factor authentication active, as a column
+ * (`two_factor_active`, 1 or 0 on both dialects), so that a person's answer is read in one
+ * statement with it. On SQLite each statement opens and closes a read transaction on the
+ * file's shared memory, whose lock the HTTP threads queue for: two statements back to back on
+ * each of two threads cost three times one that reads both (docs/performance.md, eighteenth
+ * round).
+ */
+export const twoFactorActiveColumn = (eb: ExpressionBuilder<Database, 'persons'>) =>
+  eb
+    .case()
+    .when(
+      eb.exists(
+        eb
+          .selectFrom('two_factor_configs')
+          .select('two_factor_configs.person_id')
+          .whereRef('two_factor_configs.person_id', '=', 'persons.id')
+          .where('two_factor_configs.status', '=', 'active'),
+      ),
+    )
+    .then(eb.lit(1))
+    .else(eb.lit(0))
+    .end()
+    .as('two_factor_active');
 
 /** Person ids among `personIds` whose two-factor authentication is active. */
 export async function personsWithActiveTwoFactor(
@@ -32,11 +50,6 @@ export async function personsWithActiveTwoFactor(
   personIds: readonly string[],
 ): Promise<Set<string>> {
   if (personIds.length === 0) return new Set();
-  // One person is the authenticated read of every GET /api/persons/{id}: compiled once.
-  if (personIds.length === 1) {
-    const rows = await selectActiveTwoFactorOfOne(db, personIds[0] as string);
-    return new Set(rows.map((row) => row.person_id));
-  }
   const rows = await db
     .selectFrom('two_factor_configs')
     .select('person_id')
