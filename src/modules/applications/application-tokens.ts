@@ -3,7 +3,6 @@ import { sha256 } from '../../crypto/secrets.ts';
 import type { ApplicationClaims, TokenService } from '../../crypto/tokens.ts';
 import type { DbOrTx } from '../../db/database.ts';
 import { Refusal } from '../../http/messages.ts';
-import { claimedPermissionNames } from '../permissions/permissions.repository.ts';
 import { findLiveChain, findLiveChainBySecretHash } from './applications.repository.ts';
 import type { ApplicationSelf, ApplicationToken, IssueApplicationTokenBody } from './applications.schemas.ts';
 
@@ -28,7 +27,7 @@ export const issueApplicationToken = defineCommand<IssueApplicationTokenBody, Ap
     const chain = await findLiveChainBySecretHash(context.db, sha256(body.secret), context.now);
     if (chain === undefined) throw new Refusal('The application secret was not accepted.');
     context.setTarget(chain.applicationId);
-    const permissions = await claimedPermissionNames(context.db, chain.scopeId);
+    const permissions = chain.claimedPermissions;
     return {
       sub: chain.applicationId,
       scopeId: chain.scopeId,

@@ -9,6 +9,7 @@ import type {
 } from '../../db/database.ts';
 import { preparedQuery } from '../../db/prepared-query.ts';
 import { containsNormalized, deleteRowOfScope, isPostgres } from '../../db/query-helpers.ts';
+import { claimedPermissionsOf, joinClaimedPermissions } from '../permissions/permissions.repository.ts';
 import type { PageRequest } from '../../http/pagination.ts';
 
 // ---------------------------------------------------------------------------------------------
@@ -188,18 +189,29 @@ function liveChain(db: DbOrTx, now: IsoTime) {
     .where('scopes.deleted_at', 'is', null);
 }
 
+/** A live chain with the permissions its scope places in the `permissions` claim. */
+export interface LiveCredentialChainWithClaims extends LiveCredentialChain {
+  readonly claimedPermissions: readonly string[];
+}
+
 const selectLiveChainBySecretHash = preparedQuery(2, (db, secretHash: string, now: IsoTime) =>
-  liveChain(db, now).where('application_credentials.secret_hash', '=', secretHash),
+  joinClaimedPermissions(liveChain(db, now).where('application_credentials.secret_hash', '=', secretHash)),
 );
 
-/** The live credential whose secret hashes to this value (a unique-index lookup), with its chain. */
+/**
+ * The live credential whose secret hashes to this value (a unique-index lookup), with its chain
+ * and its scope's claimed permissions, in one statement (see `joinClaimedPermissions`).
+ */
 export async function findLiveChainBySecretHash(
   db: DbOrTx,
   secretHash: string,
   now: IsoTime,
-): Promise<LiveCredentialChain | undefined> {
-  const [chain] = await selectLiveChainBySecretHash(db, secretHash, now);
-  return chain;
+): Promise<LiveCredentialChainWithClaims | undefined> {
+  const rows = await selectLiveChainBySecretHash(db, secretHash, now);
+  const [first] = rows;
+  if (first === undefined) return undefined;
+  const { claimedPermission: _, ...chain } = first;
+  return { ...chain, claimedPermissions: claimedPermissionsOf(rows) };
 }
 
 const selectLiveChain = preparedQuery(

@@ -1,4 +1,5 @@
-import type { DbOrTx, ScopePermissionRow, Tx } from '../../db/database.ts';
+import type { SelectQueryBuilder } from 'kysely';
+import type { Database, DbOrTx, ScopePermissionRow, Tx } from '../../db/database.ts';
 import { preparedQuery } from '../../db/prepared-query.ts';
 import { containsNormalized, deleteRowOfScope } from '../../db/query-helpers.ts';
 import type { PageRequest } from '../../http/pagination.ts';
@@ -83,22 +84,34 @@ export async function listPermissions(
 }
 
 /**
- * The names placed in the `permissions` claim of tokens of identities acting in the scope:
- * live permissions flagged IncludeAsJwtClaim, in name order (spec §What the service does 7).
+ * The permissions placed in the `permissions` claim of tokens of identities acting in a scope:
+ * its live permissions flagged IncludeAsJwtClaim, in name order (spec §What the service does 7),
+ * joined to a query that reads `scopes`. The query then yields one row per claimed permission
+ * (`claimedPermission`), or one row whose `claimedPermission` is null when the scope has none,
+ * so a read that needs its scope's claims (the secret exchange) is still one statement.
  */
+export function joinClaimedPermissions<O>(query: SelectQueryBuilder<Database, 'scopes', O>) {
+  return query
+    .leftJoin('scope_permissions', (join) =>
+      join
+        .onRef('scope_permissions.scope_id', '=', 'scopes.id')
+        .on('scope_permissions.include_as_jwt_claim', '=', 1)
+        .on('scope_permissions.deleted_at', 'is', null),
+    )
+    .select('scope_permissions.name as claimedPermission')
+    .orderBy('scope_permissions.name')
+    .orderBy('scope_permissions.id');
+}
+
+/** The claimed permissions' names, out of the rows of a query joined by `joinClaimedPermissions`. */
+export const claimedPermissionsOf = (rows: ReadonlyArray<{ claimedPermission: string | null }>): string[] =>
+  rows.flatMap((row) => (row.claimedPermission === null ? [] : [row.claimedPermission]));
+
 const selectClaimedPermissionNames = preparedQuery(1, (db, scopeId: string) =>
-  db
-    .selectFrom('scope_permissions')
-    .select('name')
-    .where('scope_id', '=', scopeId)
-    .where('include_as_jwt_claim', '=', 1)
-    .where('deleted_at', 'is', null)
-    .orderBy('name')
-    .orderBy('id'),
+  joinClaimedPermissions(db.selectFrom('scopes').where('scopes.id', '=', scopeId)),
 );
 
-/** Read at every sign-in and secret exchange, so its SQL is compiled once (see preparedQuery). */
+/** Read at every sign-in, so its SQL is compiled once (see preparedQuery). */
 export async function claimedPermissionNames(db: DbOrTx, scopeId: string): Promise<string[]> {
-  const rows = await selectClaimedPermissionNames(db, scopeId);
-  return rows.map((row) => row.name);
+  return claimedPermissionsOf(await selectClaimedPermissionNames(db, scopeId));
 }
