@@ -23,9 +23,9 @@ export async function findTwoFactorConfig(
  * Whether the outer query's person has two-factor authentication active, as a column
  * (`two_factor_active`, 1 or 0 on both dialects), so that a person's answer is read in one
  * statement with it. On SQLite each statement opens and closes a read transaction on the
- * file's shared memory, whose lock the HTTP threads queue for: two statements back to back on
- * each of two threads cost three times one that reads both (docs/performance.md, eighteenth
- * round).
+ * file's shared memory, whose lock the HTTP threads queue for: on two threads at once, two
+ * statements back to back cost more than twice what one that reads both costs
+ * (bench/sqlite-threads-probe.ts; docs/performance.md, eighteenth round).
  */
 export const twoFactorActiveColumn = (eb: ExpressionBuilder<Database, 'persons'>) =>
   eb
