@@ -1,5 +1,5 @@
 /**
- * A probe beside the benchmark (`node bench/sqlite-threads-probe.ts`, about a minute): what the
+ * A probe beside the benchmark (`node bench/sqlite-threads-probe.ts`, about half a minute): what the
  * reads of one request cost on SQLite when one thread runs them, and when two threads, each
  * with its own connection to the same file as the service's HTTP threads have, run them at once.
  *
