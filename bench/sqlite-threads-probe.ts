@@ -1,7 +1,8 @@
 /**
- * A probe beside the benchmark (`node bench/sqlite-threads-probe.ts`, about half a minute): what the
- * reads of one request cost on SQLite when one thread runs them, and when two threads, each
- * with its own connection to the same file as the service's HTTP threads have, run them at once.
+ * A probe beside the benchmark (`node bench/sqlite-threads-probe.ts`, about half a minute):
+ * what the reads of one request cost on SQLite when one thread runs them, and when two threads,
+ * each with its own connection to the same file as the service's HTTP threads have, run them at
+ * once.
  *
  * Every statement outside a transaction opens and closes a read transaction, and each of those
  * takes and releases a mutex that all connections of the process to the file share (the
