@@ -9,8 +9,8 @@ import type {
 } from '../../db/database.ts';
 import { preparedQuery } from '../../db/prepared-query.ts';
 import { containsNormalized, deleteRowOfScope, isPostgres } from '../../db/query-helpers.ts';
-import { claimedPermissionsOf, joinClaimedPermissions } from '../permissions/permissions.repository.ts';
 import type { PageRequest } from '../../http/pagination.ts';
+import { claimedPermissionsOf, joinClaimedPermissions } from '../permissions/permissions.repository.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Applications
