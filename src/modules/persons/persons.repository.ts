@@ -292,17 +292,17 @@ export interface PersonWithTwoFactor {
 }
 
 // GET /api/persons/{id} answers a person with their two-factor flag: one statement for both.
-const selectLivePersonWithTwoFactor = preparedQuery(1, (db, id: string) =>
-  db
-    .selectFrom('persons')
-    .selectAll('persons')
-    .select(twoFactorActiveColumn)
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null),
-);
-const selectPersonWithTwoFactorIncludingDeleted = preparedQuery(1, (db, id: string) =>
-  db.selectFrom('persons').selectAll('persons').select(twoFactorActiveColumn).where('id', '=', id),
-);
+const personWithTwoFactorById = (includeDeleted: boolean) =>
+  preparedQuery(1, (db, id: string) =>
+    db
+      .selectFrom('persons')
+      .selectAll('persons')
+      .select(twoFactorActiveColumn)
+      .where('id', '=', id)
+      .$if(!includeDeleted, (query) => query.where('deleted_at', 'is', null)),
+  );
+const selectLivePersonWithTwoFactor = personWithTwoFactorById(false);
+const selectPersonWithTwoFactorIncludingDeleted = personWithTwoFactorById(true);
 
 /** `findPerson`, with the person's two-factor flag read in the same statement. */
 export async function findPersonWithTwoFactor(
