@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import autocannon, { type Request } from 'autocannon';
 
 export interface LoadOptions {
@@ -19,11 +20,20 @@ export interface LoadResult {
   readonly non2xx: number;
   readonly errors: number;
   readonly total: number;
+  /**
+   * The share of the machine's CPU time (all cores) that was idle during the run. Near 0, the
+   * machine was saturated: the service, the load generator and the kernel's work for both used
+   * every core, however idle each HTTP thread looked.
+   */
+  readonly machineIdleShare: number;
+  /** The load generator's CPU time (this process, autocannon) per second of the run, in cores. */
+  readonly loadGeneratorCores: number;
 }
 
 /** One autocannon run; latencies are collected per response so p95 is exact. */
 export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   const latencies: number[] = [];
+  const machine = meterMachine();
   const baseHeaders = { 'content-type': 'application/json', ...options.headers };
   // Without a callback autocannon returns its instance, which is both an event emitter and a promise.
   const instance = autocannon({
@@ -60,8 +70,48 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     non2xx: result.non2xx,
     errors: result.errors + result.timeouts,
     total: result.requests.total,
+    ...machine.read(),
   };
 }
+
+type MachineShares = Pick<LoadResult, 'machineIdleShare' | 'loadGeneratorCores'>;
+
+/** Starts metering the machine's idle time and this process's CPU time; `read` gives the shares since. */
+function meterMachine(): { read(): MachineShares } {
+  const machineBefore = machineCpuTicks();
+  const loadGeneratorBefore = process.cpuUsage();
+  const started = performance.now();
+  return {
+    read: () => {
+      const machine = machineCpuTicks();
+      const loadGenerator = process.cpuUsage(loadGeneratorBefore);
+      const elapsedSeconds = (performance.now() - started) / 1000;
+      return {
+        machineIdleShare: roundToHundredths(
+          (machine.idle - machineBefore.idle) / (machine.total - machineBefore.total),
+        ),
+        loadGeneratorCores: roundToHundredths(
+          (loadGenerator.user + loadGenerator.system) / 1e6 / elapsedSeconds,
+        ),
+      };
+    },
+  };
+}
+
+/** The machine's CPU time since boot, all cores together (Linux: the first line of /proc/stat). */
+function machineCpuTicks(): { idle: number; total: number } {
+  const ticks = readFileSync('/proc/stat', 'utf8')
+    .split('\n', 1)[0]!
+    .trim()
+    .split(/\s+/)
+    .slice(1)
+    .map(Number);
+  // user nice system idle iowait irq softirq steal (guest time is already counted in user).
+  const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = ticks;
+  return { idle: idle + iowait, total: user + nice + system + idle + iowait + irq + softirq + steal };
+}
+
+const roundToHundredths = (value: number) => Math.round(value * 100) / 100;
 
 /**
  * One autocannon run whose every connection sends the given bodies in turn (POST), with a
@@ -75,6 +125,7 @@ export async function runInterleaved(options: LoadOptions, bodies: readonly stri
   // autocannon calls a request's onResponse just before it reports that response's time.
   let answered = 0;
   const headers = { 'content-type': 'application/json', ...options.headers };
+  const machine = meterMachine();
   const instance = autocannon({
     url: options.url,
     connections: options.connections,
@@ -96,12 +147,14 @@ export async function runInterleaved(options: LoadOptions, bodies: readonly stri
     latencies[answered]!.push(responseTime);
   });
   const result = await instance;
+  const shares = machine.read();
   return latencies.map((times, kind) => ({
     requestsPerSecond: Math.round(times.length / options.durationSeconds),
     ...percentiles(times),
     non2xx: non2xx[kind]!,
     errors: result.errors + result.timeouts,
     total: times.length,
+    ...shares,
   }));
 }
 

@@ -551,6 +551,7 @@ function record(
       `${entry.cpuMicrosPerRequest === null ? '' : `  CPU ${entry.cpuMicrosPerRequest} µs/req`}` +
       `${entry.threadPoolCpuMicrosPerRequest === null ? '' : ` (thread pool: ${entry.threadPoolCpuMicrosPerRequest})`}` +
       `${entry.httpThreadBusy === null ? '' : `  HTTP threads busy: ${entry.httpThreadBusy.map(({ thread, shareOfCore }) => `${thread} ${Math.round(shareOfCore * 100)} %`).join(', ')}`}` +
+      `  machine idle ${Math.round(result.machineIdleShare * 100)} %, load generator ${result.loadGeneratorCores} cores` +
       `${runRatios === null ? '' : `  (the median of ${runRatios.length} runs)`}` +
       `${runP99s === null ? '' : `  runs' p99: ${runP99s.join(', ')} ms, median ${medianOf(runP99s)}`}`,
   );
@@ -600,12 +601,12 @@ async function measured<T>(
 
 function printSummary() {
   console.log(
-    "\n| scenario | conns | req/s | p50 ms | p95 ms | p99 ms | runs' median p99 ms | non-2xx | ratio | reference req/s | peak RSS MB | CPU µs/req |",
+    "\n| scenario | conns | req/s | p50 ms | p95 ms | p99 ms | runs' median p99 ms | non-2xx | ratio | reference req/s | peak RSS MB | CPU µs/req | machine idle % |",
   );
-  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
   for (const r of results) {
     console.log(
-      `| ${r.scenario} | ${r.connections} | ${r.requestsPerSecond} | ${r.p50} | ${r.p95} | ${r.p99} | ${r.runP99s === null ? '' : medianOf(r.runP99s)} | ${r.non2xx} | ${r.ratio} | ${Math.round(r.reference.requestsPerSecond)} | ${r.peakRssMb ?? ''} | ${r.cpuMicrosPerRequest ?? ''} |`,
+      `| ${r.scenario} | ${r.connections} | ${r.requestsPerSecond} | ${r.p50} | ${r.p95} | ${r.p99} | ${r.runP99s === null ? '' : medianOf(r.runP99s)} | ${r.non2xx} | ${r.ratio} | ${Math.round(r.reference.requestsPerSecond)} | ${r.peakRssMb ?? ''} | ${r.cpuMicrosPerRequest ?? ''} | ${Math.round(r.machineIdleShare * 100)} |`,
     );
   }
   const file = resultsFile(`latest-${dialect}.json`);
