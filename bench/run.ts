@@ -8,6 +8,7 @@ import { buildService, DIST } from '../scripts/build.ts';
 import { PASSWORD_HASH_PARAMETERS } from '../src/crypto/passwords.ts';
 import { SERVICE_NODE_OPTIONS, SERVICE_PROCESS_ENVIRONMENT } from '../src/runtime.ts';
 import { type LoadOptions, type LoadResult, runInterleaved, runLoad } from './measure.ts';
+import { countInstructions } from './instructions.ts';
 import { type MeasuredProcess, startProcess } from './processes.ts';
 import { seedBulk } from './seed-bulk.ts';
 
@@ -33,6 +34,8 @@ const { values: options } = parseArgs({
     only: { type: 'string' },
     // Write a V8 CPU profile of the service to bench/profiles (open it in Chrome DevTools).
     profile: { type: 'boolean', default: false },
+    // Count the service's instructions per request with Linux perf (bench/instructions.ts).
+    instructions: { type: 'boolean', default: false },
     // Extra Node.js options for the service process (e.g. "--max-semi-space-size=8"), to try
     // V8 settings without editing the start script.
     'service-node-options': { type: 'string', default: '' },
@@ -61,6 +64,8 @@ interface ScenarioResult extends LoadResult {
   readonly peakRssMb: number | null;
   /** The service's CPU time (all threads) per answered request, in microseconds. */
   readonly cpuMicrosPerRequest: number | null;
+  /** With --instructions: the service's instructions per answered request, in thousands. */
+  readonly kiloInstructionsPerRequest: number | null;
   /** The part of it on libuv's thread pool, where Argon2id runs (login runs only). */
   readonly threadPoolCpuMicrosPerRequest: number | null;
   /**
@@ -270,7 +275,11 @@ async function runScenarios(
           peakRssMb,
           reference: { requestsPerSecond: floor.requestsPerSecond, name: 'baseline' },
           // The thread pool runs only the sign-ins' hashes: shown for those alone.
-          spending: { cpuSeconds: spent.cpuSeconds, httpThreadBusy: spent.httpThreadBusy },
+          spending: {
+            cpuSeconds: spent.cpuSeconds,
+            httpThreadBusy: spent.httpThreadBusy,
+            instructions: spent.instructions,
+          },
         });
       }
       recordMedianRun(`${scenario.name}${suffix}`, connections, runs);
@@ -520,6 +529,7 @@ function record(
     cpuSeconds,
     threadPoolCpuSeconds,
     httpThreadBusy,
+    instructions,
     runRatios = null,
     runP99s = null,
   }: {
@@ -539,6 +549,10 @@ function record(
     peakRssMb,
     cpuMicrosPerRequest: perRequest(cpuSeconds),
     threadPoolCpuMicrosPerRequest: perRequest(threadPoolCpuSeconds),
+    kiloInstructionsPerRequest:
+      instructions === undefined || instructions === null || result.total === 0
+        ? null
+        : Math.round(instructions / result.total / 100) / 10,
     httpThreadBusy: httpThreadBusy ?? null,
     runRatios,
     runP99s,
@@ -550,6 +564,7 @@ function record(
       `ratio ${entry.ratio} (to ${describeReference(reference)})${peakRssMb === null ? '' : `  peak RSS ${peakRssMb} MB`}` +
       `${entry.cpuMicrosPerRequest === null ? '' : `  CPU ${entry.cpuMicrosPerRequest} µs/req`}` +
       `${entry.threadPoolCpuMicrosPerRequest === null ? '' : ` (thread pool: ${entry.threadPoolCpuMicrosPerRequest})`}` +
+      `${entry.kiloInstructionsPerRequest === null ? '' : `  ${entry.kiloInstructionsPerRequest}k instructions/req`}` +
       `${entry.httpThreadBusy === null ? '' : `  HTTP threads busy: ${entry.httpThreadBusy.map(({ thread, shareOfCore }) => `${thread} ${Math.round(shareOfCore * 100)} %`).join(', ')}`}` +
       `  machine idle ${Math.round(result.machineIdleShare * 100)} %, load generator ${result.loadGeneratorCores} cores` +
       `${runRatios === null ? '' : `  (the median of ${runRatios.length} runs)`}` +
@@ -564,6 +579,8 @@ interface ServiceSpending {
   /** The part on libuv's thread pool. */
   readonly threadPoolCpuSeconds: number;
   readonly httpThreadBusy: readonly ThreadBusy[];
+  /** With --instructions, the instructions its threads executed (null where perf cannot count). */
+  readonly instructions: number | null;
 }
 
 /** Runs `run` and reads what the service spent meanwhile, in all and per HTTP thread. */
@@ -575,7 +592,9 @@ async function measured<T>(
   const threadPoolBefore = service.threadPoolCpuSeconds();
   const threadsBefore = service.httpThreadCpuSeconds();
   const started = performance.now();
-  const result = await run();
+  const { result, instructions } = options.instructions
+    ? await countInstructions(service.child.pid!, run)
+    : { result: await run(), instructions: null };
   const elapsedSeconds = (performance.now() - started) / 1000;
   const httpThreadBusy = [...service.httpThreadCpuSeconds()]
     .map(([id, { name, seconds }]) => ({
@@ -595,6 +614,7 @@ async function measured<T>(
       cpuSeconds: service.cpuSeconds() - cpuBefore,
       threadPoolCpuSeconds: service.threadPoolCpuSeconds() - threadPoolBefore,
       httpThreadBusy,
+      instructions,
     },
   };
 }

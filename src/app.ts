@@ -10,6 +10,7 @@ import { PasswordHasher } from './crypto/passwords.ts';
 import { TokenService } from './crypto/tokens.ts';
 import type { DatabaseHandle } from './db/open-database.ts';
 import { createMailer, type Mailer } from './email/mailer.ts';
+import { ANONYMOUS } from './http/access.ts';
 import { createAuthenticator, type IdentityResolvers } from './http/authentication.ts';
 import { type ClientAddress, resolveClientAddress } from './http/client-address.ts';
 import { installErrorHandling } from './http/errors.ts';
@@ -153,14 +154,20 @@ export async function buildApp(dependencies: AppDependencies): Promise<App> {
     counters: dependencies.rateLimitCounters,
     namespace: dependencies.rateLimitNamespace ?? 'portcullis:rate-limit:',
   });
-  // Order of spec §Endpoints rule 2: authentication and role checks first, then limits, then
-  // parsing and binding (400), then the handler's data-dependent refusals.
-  app.addHook('onRequest', authenticate);
-  app.addHook('onRequest', chargeRateLimits);
   app.addHook('onRoute', (route) => {
-    if (route.config?.access === undefined && !route.url.startsWith('/swagger')) {
+    const access = route.config?.access;
+    if (access === undefined && !route.url.startsWith('/swagger')) {
       throw new Error(`Route ${route.method} ${route.url} does not declare who may call it (config.access).`);
     }
+    // Order of spec §Endpoints rule 2: authentication and role checks first, then limits, then
+    // parsing and binding (400), then the handler's data-dependent refusals. Each route gets only
+    // the steps it has: an anonymous route's requests skip authentication, and a route with no
+    // budget the limits (a hook costs every request that passes it).
+    const steps = [
+      ...(access === undefined || access === ANONYMOUS ? [] : [authenticate]),
+      ...((route.config?.rateLimits ?? []).length === 0 ? [] : [chargeRateLimits]),
+    ];
+    if (steps.length > 0) route.onRequest = [...steps, ...[route.onRequest ?? []].flat()];
     addCaseInsensitiveKeys(route);
   });
 

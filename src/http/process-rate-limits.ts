@@ -1,4 +1,3 @@
-import type { FastifyRateLimitStore, FastifyRateLimitStoreCtor } from '@fastify/rate-limit';
 import { hash, randomBytes } from 'node:crypto';
 
 /**
@@ -128,20 +127,6 @@ export class ProcessRateLimitCounters {
     } finally {
       Atomics.store(table.locks, set, 0);
     }
-  }
-
-  /** A store class for @fastify/rate-limit that charges these counters. Keys carry their
-   * budget's name, so every route shares the one store (`child` returns it). */
-  store(): FastifyRateLimitStoreCtor {
-    const charge = (key: string, timeWindowMs: number) => this.charge(key, timeWindowMs);
-    return class implements FastifyRateLimitStore {
-      incr(key: string, callback: (error: Error | null, result?: Count) => void, timeWindow: number): void {
-        callback(null, charge(key, timeWindow));
-      }
-      child(): FastifyRateLimitStore {
-        return this;
-      }
-    };
   }
 }
 

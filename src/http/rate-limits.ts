@@ -1,5 +1,5 @@
 import rateLimit from '@fastify/rate-limit';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { Redis } from 'ioredis';
 import { Refusal } from './messages.ts';
 import { ProcessRateLimitCounters } from './process-rate-limits.ts';
@@ -33,53 +33,84 @@ export interface RateLimitOptions {
   readonly namespace: string;
 }
 
-type Limiter = (request: FastifyRequest) => Promise<{ isExceeded?: boolean; ttlInSeconds?: number }>;
+/** The counter a request is charged to under a budget: its address's, or its caller's. */
+function counterKey(name: RateLimitBudget, request: FastifyRequest): string {
+  const per =
+    RATE_LIMIT_BUDGETS[name].per === 'actor'
+      ? `actor:${request.caller?.id ?? 'anonymous'}`
+      : request.clientAddress.bucket;
+  return `${name}:${per}`;
+}
 
-/** Redis when configured; else the given counters; else counters of this app's own. */
-function counterStore(options: RateLimitOptions) {
-  if (options.redis !== null) return { redis: options.redis };
-  return { store: (options.counters ?? new ProcessRateLimitCounters()).store() };
+/** What charging one budget found. */
+interface Outcome {
+  readonly exceeded: boolean;
+  readonly retryAfterSeconds: number;
+}
+
+/** The 429 when any budget is exceeded, its Retry-After the longest of their waits (≥ 1 s). */
+function refusalFor(outcomes: readonly Outcome[]): Refusal | undefined {
+  const exceeded = outcomes.filter((outcome) => outcome.exceeded);
+  if (exceeded.length === 0) return undefined;
+  const retryAfter = Math.max(1, ...exceeded.map((outcome) => outcome.retryAfterSeconds));
+  return new Refusal('Too many requests.', { 'retry-after': String(retryAfter) });
 }
 
 /**
- * Registers the store and returns the hook that charges a request to its route's budgets.
- * The counters are our shared-memory table (process-rate-limits.ts) or @fastify/rate-limit's
- * atomic Lua script in Redis; the hook is ours because one route may be charged to two budgets
- * at once.
+ * Returns the onRequest hook that charges a request to its route's budgets (app.ts adds it to
+ * the routes that name any). Ours rather than @fastify/rate-limit's own hook, because one route
+ * may be charged to two budgets at once.
+ *
+ * - Without Redis, the counters are our shared-memory table (process-rate-limits.ts), charged
+ *   synchronously: no promise per budget, as a secret exchange or a sign-in pays it on every
+ *   request.
+ * - With Redis, @fastify/rate-limit's atomic Lua script counts. Should Redis be unreachable,
+ *   the request is served (and logged) rather than everyone locked out of signing in; the
+ *   detailed health check reports the store as unhealthy.
  */
-export async function registerRateLimits(app: FastifyInstance, options: RateLimitOptions) {
+export async function registerRateLimits(
+  app: FastifyInstance,
+  options: RateLimitOptions,
+): Promise<onRequestHookHandler> {
+  const budgetsOf = (request: FastifyRequest) => request.routeOptions.config.rateLimits ?? [];
+  if (options.redis === null) {
+    const counters = options.counters ?? new ProcessRateLimitCounters();
+    const charge = (name: RateLimitBudget, request: FastifyRequest): Outcome => {
+      const budget = RATE_LIMIT_BUDGETS[name];
+      const count = counters.charge(counterKey(name, request), budget.windowMs);
+      return { exceeded: count.current > budget.max, retryAfterSeconds: Math.ceil(count.ttl / 1000) };
+    };
+    return function chargeRateLimits(request, _reply, done) {
+      done(refusalFor(budgetsOf(request).map((name) => charge(name, request))));
+    };
+  }
+
   await app.register(rateLimit, {
     global: false,
-    ...counterStore(options),
+    redis: options.redis,
     nameSpace: options.namespace,
-    // If the shared store is unreachable, serve the request (and log) rather than lock
-    // everyone out of signing in; the detailed health check reports the store as unhealthy.
     skipOnError: true,
   });
+  type Limiter = (request: FastifyRequest) => Promise<{ isExceeded?: boolean; ttlInSeconds?: number }>;
   const limiters = new Map<RateLimitBudget, Limiter>();
-  for (const [name, budget] of Object.entries(RATE_LIMIT_BUDGETS) as Array<
-    [RateLimitBudget, (typeof RATE_LIMIT_BUDGETS)[RateLimitBudget]]
-  >) {
+  for (const name of Object.keys(RATE_LIMIT_BUDGETS) as RateLimitBudget[]) {
+    const budget = RATE_LIMIT_BUDGETS[name];
     limiters.set(
       name,
       app.createRateLimit({
         max: budget.max,
         timeWindow: budget.windowMs,
-        keyGenerator: (request: FastifyRequest) =>
-          `${name}:${budget.per === 'actor' ? `actor:${request.caller?.id ?? 'anonymous'}` : request.clientAddress.bucket}`,
+        keyGenerator: (request: FastifyRequest) => counterKey(name, request),
       }) as Limiter,
     );
   }
-
   return async function chargeRateLimits(request: FastifyRequest): Promise<void> {
-    const budgets = request.routeOptions.config.rateLimits;
-    if (budgets === undefined) return;
-    let retryAfter = 0;
-    for (const name of budgets) {
+    const outcomes: Outcome[] = [];
+    for (const name of budgetsOf(request)) {
       const outcome = await limiters.get(name)!(request);
-      if (outcome.isExceeded === true) retryAfter = Math.max(retryAfter, outcome.ttlInSeconds ?? 1);
+      outcomes.push({ exceeded: outcome.isExceeded === true, retryAfterSeconds: outcome.ttlInSeconds ?? 1 });
     }
-    if (retryAfter > 0)
-      throw new Refusal('Too many requests.', { 'retry-after': String(Math.max(1, retryAfter)) });
+    const refusal = refusalFor(outcomes);
+    if (refusal !== undefined) throw refusal;
   };
 }

@@ -1,0 +1,35 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+
+/**
+ * Counts the instructions a process executes (all its threads, user and kernel) while `run`
+ * runs, with Linux `perf stat`. CPU time per request moves with how busy the machine is (two
+ * vCPUs that share a physical core, caches shared with the load generator); the instructions a
+ * request takes do not, so two builds compare on them in a few runs where CPU time needs many.
+ * Null when perf is missing or may not read the process's counters.
+ */
+export async function countInstructions<T>(
+  pid: number,
+  run: () => Promise<T>,
+): Promise<{ result: T; instructions: number | null }> {
+  const perf = spawn('perf', ['stat', '-x', ',', '-e', 'instructions', '-p', String(pid)], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let report = '';
+  perf.stderr.on('data', (chunk: Buffer) => {
+    report += chunk.toString();
+  });
+  const exited = once(perf, 'close').catch(() => undefined);
+  const started = await Promise.race([
+    once(perf, 'spawn').then(() => true),
+    once(perf, 'error').then(() => false),
+  ]);
+  const result = await run();
+  if (!started) return { result, instructions: null };
+  perf.kill('SIGINT');
+  await exited;
+  // CSV: "<count>,<unit>,instructions,..."; "<not counted>" or "<not supported>" without counters.
+  const line = report.split('\n').find((entry) => entry.includes(',instructions'));
+  const count = Number(line?.split(',')[0]);
+  return { result, instructions: Number.isFinite(count) && count > 0 ? count : null };
+}
