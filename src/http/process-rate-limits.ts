@@ -58,6 +58,13 @@ export interface SharedCounterTable {
   readonly counts: Int32Array;
   /** Per slot: its key's length in code units. */
   readonly keyLengths: Int32Array;
+  /**
+   * Per slot: 32 more bits of its key's hash, compared before the key itself. Keys of one kind
+   * share a long prefix ("authentication:ip:10.0."), so comparing texts first cost a dozen
+   * code units per slot of the set, and the charge was the service's costliest function in the
+   * secret exchange by instructions (docs/performance.md, twentieth round).
+   */
+  readonly tags: Int32Array;
   /** Per slot, MAX_KEY_UNITS code units: its key. */
   readonly keys: Uint16Array;
   /** Per set: 0 free, 1 held. */
@@ -82,6 +89,7 @@ export class ProcessRateLimitCounters {
       windowEnds: sharedArray(Float64Array, SLOTS),
       counts: sharedArray(Int32Array, SLOTS),
       keyLengths: sharedArray(Int32Array, SLOTS),
+      tags: sharedArray(Int32Array, SLOTS),
       keys: sharedArray(Uint16Array, SLOTS * MAX_KEY_UNITS),
       locks: sharedArray(Int32Array, SETS),
       hashSecret: randomBytes(HASH_SECRET_BYTES).toString('hex'),
@@ -101,13 +109,14 @@ export class ProcessRateLimitCounters {
     const digest = hash('sha256', table.hashSecret + key);
     const stored = key.length <= MAX_KEY_UNITS ? key : digest;
     const set = Number.parseInt(digest.slice(0, 8), 16) & (SETS - 1);
+    const tag = Number.parseInt(digest.slice(8, 16), 16) | 0;
     const first = set * WAYS;
     lock(table.locks, set);
     try {
       let slot = -1;
       let victim = first;
       for (let way = first; way < first + WAYS; way += 1) {
-        if (holdsKey(table, way, stored)) {
+        if (table.tags[way] === tag && holdsKey(table, way, stored)) {
           slot = way;
           break;
         }
@@ -121,6 +130,7 @@ export class ProcessRateLimitCounters {
       // free (its window end is 0) or nearest its end.
       slot = slot === -1 ? victim : slot;
       storeKey(table, slot, stored);
+      table.tags[slot] = tag;
       table.counts[slot] = 1;
       table.windowEnds[slot] = now + timeWindowMs;
       return { current: 1, ttl: timeWindowMs };
