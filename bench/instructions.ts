@@ -3,10 +3,11 @@ import { once } from 'node:events';
 
 /**
  * Counts the instructions a process executes (all its threads, user and kernel) while `run`
- * runs, with Linux `perf stat`. CPU time per request moves with how busy the machine is (two
- * vCPUs that share a physical core, caches shared with the load generator); the instructions a
- * request takes do not, so two builds compare on them in a few runs where CPU time needs many.
- * Null when perf is missing or may not read the process's counters.
+ * runs, with Linux `perf stat`. CPU time per request moves with how busy the machine is (both
+ * cores busy, caches shared with the load generator); the instructions a request takes move far
+ * less, so two builds compared in alternating pairs tell apart in fewer runs
+ * (docs/performance.md, How to run). Null when perf is missing or may not read the process's
+ * counters.
  */
 export async function countInstructions<T>(
   pid: number,

@@ -620,13 +620,16 @@ async function measured<T>(
 }
 
 function printSummary() {
+  // The instructions column only where they were counted (--instructions).
+  const instructions = options.instructions ? ' k instructions/req |' : '';
   console.log(
-    "\n| scenario | conns | req/s | p50 ms | p95 ms | p99 ms | runs' median p99 ms | non-2xx | ratio | reference req/s | peak RSS MB | CPU µs/req | machine idle % |",
+    `\n| scenario | conns | req/s | p50 ms | p95 ms | p99 ms | runs' median p99 ms | non-2xx | ratio | reference req/s | peak RSS MB | CPU µs/req | machine idle % |${instructions}`,
   );
-  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+  console.log(`|---|---|---|---|---|---|---|---|---|---|---|---|---|${instructions === '' ? '' : '---|'}`);
   for (const r of results) {
     console.log(
-      `| ${r.scenario} | ${r.connections} | ${r.requestsPerSecond} | ${r.p50} | ${r.p95} | ${r.p99} | ${r.runP99s === null ? '' : medianOf(r.runP99s)} | ${r.non2xx} | ${r.ratio} | ${Math.round(r.reference.requestsPerSecond)} | ${r.peakRssMb ?? ''} | ${r.cpuMicrosPerRequest ?? ''} | ${Math.round(r.machineIdleShare * 100)} |`,
+      `| ${r.scenario} | ${r.connections} | ${r.requestsPerSecond} | ${r.p50} | ${r.p95} | ${r.p99} | ${r.runP99s === null ? '' : medianOf(r.runP99s)} | ${r.non2xx} | ${r.ratio} | ${Math.round(r.reference.requestsPerSecond)} | ${r.peakRssMb ?? ''} | ${r.cpuMicrosPerRequest ?? ''} | ${Math.round(r.machineIdleShare * 100)} |` +
+        (instructions === '' ? '' : ` ${r.kiloInstructionsPerRequest ?? ''} |`),
     );
   }
   const file = resultsFile(`latest-${dialect}.json`);
