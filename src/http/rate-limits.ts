@@ -65,8 +65,8 @@ function refusalFor(outcomes: readonly Outcome[]): Refusal | undefined {
  *   synchronously: no promise per budget, as a secret exchange or a sign-in pays it on every
  *   request.
  * - With Redis, @fastify/rate-limit's atomic Lua script counts. Should Redis be unreachable,
- *   the request is served (and logged) rather than everyone locked out of signing in; the
- *   detailed health check reports the store as unhealthy.
+ *   the request is served, and the failure logged, rather than everyone locked out of signing
+ *   in (docs/decisions.md); the detailed health check reports the store as unhealthy.
  */
 export async function registerRateLimits(
   app: FastifyInstance,
@@ -89,7 +89,8 @@ export async function registerRateLimits(
     global: false,
     redis: options.redis,
     nameSpace: options.namespace,
-    skipOnError: true,
+    // Its own skipping would serve the request without a word: the hook below logs the failure.
+    skipOnError: false,
   });
   type Limiter = (request: FastifyRequest) => Promise<{ isExceeded?: boolean; ttlInSeconds?: number }>;
   const limiters = new Map<RateLimitBudget, Limiter>();
@@ -107,7 +108,16 @@ export async function registerRateLimits(
   return async function chargeRateLimits(request: FastifyRequest): Promise<void> {
     const outcomes: Outcome[] = [];
     for (const name of budgetsOf(request)) {
-      const outcome = await limiters.get(name)!(request);
+      let outcome: Awaited<ReturnType<Limiter>>;
+      try {
+        outcome = await limiters.get(name)!(request);
+      } catch (error) {
+        request.log.warn(
+          { err: error, budget: name },
+          'rate-limit store unreachable: request served unlimited',
+        );
+        continue;
+      }
       outcomes.push({ exceeded: outcome.isExceeded === true, retryAfterSeconds: outcome.ttlInSeconds ?? 1 });
     }
     const refusal = refusalFor(outcomes);

@@ -51,8 +51,11 @@ export interface TestResponse {
 
 export interface TestAppOptions {
   readonly env?: Env;
-  /** Use Redis for rate-limit counters when the run provides one (TEST_REDIS_URL). */
-  readonly redis?: boolean;
+  /**
+   * Use Redis for rate-limit counters when the run provides one (TEST_REDIS_URL); or, with
+   * `'unreachable'`, a client of a port nothing listens on, whose every command fails at once.
+   */
+  readonly redis?: boolean | 'unreachable';
   /** Fastify's logger option (default: no logging); tests that read the log pass a stream. */
   readonly logger?: FastifyServerOptions['logger'];
   /** Share rate-limit counters with another test app (with Redis: two instances, one store). */
@@ -63,12 +66,25 @@ export interface TestAppOptions {
   readonly passwords?: PasswordHasher;
 }
 
+/** A client of a port nothing listens on: every command fails at once, as in a store outage. */
+function unreachableRedis(): Redis {
+  const client = new Redis('redis://127.0.0.1:1', { lazyConnect: true, enableOfflineQueue: false });
+  // Its failed connection attempts are the point; the service logs the failed charges.
+  client.on('error', () => {});
+  return client;
+}
+
 /** The whole service on a fresh database of the dialect, with a movable clock. */
 export async function buildTestApp(dialect: Dialect, options: TestAppOptions = {}): Promise<TestApp> {
   const config = loadConfig({ ...TEST_ENV, ...options.env }, () => {});
   const database = await createTestDatabase(dialect);
   const clock = new TestClock();
-  const redis = options.redis === true && TEST_REDIS_URL !== null ? new Redis(TEST_REDIS_URL) : null;
+  const redis =
+    options.redis === 'unreachable'
+      ? unreachableRedis()
+      : options.redis === true && TEST_REDIS_URL !== null
+        ? new Redis(TEST_REDIS_URL)
+        : null;
   const app = await buildApp({
     config,
     database: database.handle,
@@ -91,7 +107,9 @@ export async function buildTestApp(dialect: Dialect, options: TestAppOptions = {
     close: async () => {
       await app.close();
       await database.drop();
-      await redis?.quit();
+      // A client that never reached its server has nothing to say goodbye to.
+      if (redis?.status === 'ready') await redis.quit();
+      else redis?.disconnect();
     },
   };
 }

@@ -309,4 +309,24 @@ for (const dialect of DIALECTS) {
       }
     });
   });
+
+  describe(`rate limits when Redis is unreachable (${dialect})`, () => {
+    it('serves the requests rather than refusing them, with neither 429 nor 500, and logs why', async () => {
+      const lines: string[] = [];
+      // Every charge fails, as when the shared store is down.
+      const test = await buildTestApp(dialect, {
+        redis: 'unreachable',
+        logger: { level: 'warn', stream: { write: (line: string) => void lines.push(line) } },
+      });
+      try {
+        for (let index = 0; index < BUDGET + 2; index += 1) {
+          expectServed(await attemptLogin(test, { remoteAddress: '198.51.100.93' }));
+        }
+      } finally {
+        await test.close();
+      }
+      const failures = lines.filter((line) => line.includes('rate-limit store unreachable'));
+      expect(failures).toHaveLength(BUDGET + 2);
+    });
+  });
 }
