@@ -113,6 +113,11 @@ export async function buildApp(dependencies: AppDependencies): Promise<App> {
     app.addContentTypeParser(mediaType, { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'));
   }
 
+  // ioredis reports each failed connection attempt as an event; unheard, it would print them to
+  // stderr, past the service's log.
+  services.redis?.on('error', (error: unknown) =>
+    app.log.warn({ err: error }, 'rate-limit store connection failed'),
+  );
   app.decorate('services', services);
   app.decorateRequest('caller', null);
   app.decorateRequest('clientAddress', {

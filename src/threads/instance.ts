@@ -16,11 +16,20 @@ export function serviceLogger(config: Config): FastifyServerOptions['logger'] {
   };
 }
 
-/** The client is imported only when Redis is configured: each HTTP thread holds its own copy. */
+/**
+ * The client is imported only when Redis is configured: each HTTP thread holds its own copy.
+ * Without a connection its commands fail at once rather than queue for the next reconnect: in an
+ * outage a sign-in is then served (docs/decisions.md) without waiting out the reconnect
+ * attempts first, which grow to two seconds apart.
+ */
 export async function connectRedis(config: Config): Promise<Redis | null> {
   if (config.redisUrl === null) return null;
   const { Redis: Client } = await import('ioredis');
-  return new Client(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 });
+  return new Client(config.redisUrl, {
+    lazyConnect: false,
+    maxRetriesPerRequest: 2,
+    enableOfflineQueue: false,
+  });
 }
 
 /**

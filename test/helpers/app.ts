@@ -6,6 +6,7 @@ import { type Config, type Env, loadConfig } from '../../src/config/config.ts';
 import type { PasswordHasher } from '../../src/crypto/passwords.ts';
 import type { Dialect } from '../../src/db/open-database.ts';
 import type { App, Services } from '../../src/services.ts';
+import { connectRedis } from '../../src/threads/instance.ts';
 import { TestClock } from './clock.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
 import { TEST_REDIS_URL } from './dialects.ts';
@@ -53,7 +54,8 @@ export interface TestAppOptions {
   readonly env?: Env;
   /**
    * Use Redis for rate-limit counters when the run provides one (TEST_REDIS_URL); or, with
-   * `'unreachable'`, a client of a port nothing listens on, whose every command fails at once.
+   * `'unreachable'`, the service's own client (connectRedis) of a port nothing listens on, as in
+   * a store outage.
    */
   readonly redis?: boolean | 'unreachable';
   /** Fastify's logger option (default: no logging); tests that read the log pass a stream. */
@@ -66,13 +68,8 @@ export interface TestAppOptions {
   readonly passwords?: PasswordHasher;
 }
 
-/** A client of a port nothing listens on: every command fails at once, as in a store outage. */
-function unreachableRedis(): Redis {
-  const client = new Redis('redis://127.0.0.1:1', { lazyConnect: true, enableOfflineQueue: false });
-  // Its failed connection attempts are the point; the service logs the failed charges.
-  client.on('error', () => {});
-  return client;
-}
+/** Port 1: nothing listens there. */
+const UNREACHABLE_REDIS_URL = 'redis://127.0.0.1:1';
 
 /** The whole service on a fresh database of the dialect, with a movable clock. */
 export async function buildTestApp(dialect: Dialect, options: TestAppOptions = {}): Promise<TestApp> {
@@ -81,7 +78,7 @@ export async function buildTestApp(dialect: Dialect, options: TestAppOptions = {
   const clock = new TestClock();
   const redis =
     options.redis === 'unreachable'
-      ? unreachableRedis()
+      ? await connectRedis({ ...config, redisUrl: UNREACHABLE_REDIS_URL })
       : options.redis === true && TEST_REDIS_URL !== null
         ? new Redis(TEST_REDIS_URL)
         : null;

@@ -311,7 +311,7 @@ for (const dialect of DIALECTS) {
   });
 
   describe(`rate limits when Redis is unreachable (${dialect})`, () => {
-    it('serves the requests rather than refusing them, with neither 429 nor 500, and logs why', async () => {
+    it('serves the requests at once rather than refusing them (neither 429 nor 500), and logs why', async () => {
       const lines: string[] = [];
       // Every charge fails, as when the shared store is down.
       const test = await buildTestApp(dialect, {
