@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildTestApp, newRateLimitNamespace, type TestApp, type TestResponse } from '../helpers/app.ts';
 import { DIALECTS, TEST_REDIS_URL } from '../helpers/dialects.ts';
 import { auditEntries, createSystemAdmin, PASSWORD } from '../helpers/factories.ts';
@@ -322,6 +322,11 @@ for (const dialect of DIALECTS) {
         for (let index = 0; index < BUDGET + 2; index += 1) {
           expectServed(await attemptLogin(test, { remoteAddress: '198.51.100.93' }));
         }
+        // The client retries at most two seconds apart, and each failed attempt is logged.
+        await vi.waitFor(
+          () => expect(lines.some((line) => line.includes('rate-limit store connection failed'))).toBe(true),
+          { timeout: 5_000, interval: 50 },
+        );
       } finally {
         await test.close();
       }
