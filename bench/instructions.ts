@@ -21,14 +21,19 @@ export async function countInstructions<T>(
     report += chunk.toString();
   });
   const exited = once(perf, 'close').catch(() => undefined);
-  const started = await Promise.race([
-    once(perf, 'spawn').then(() => true),
-    once(perf, 'error').then(() => false),
-  ]);
-  const result = await run();
-  if (!started) return { result, instructions: null };
-  perf.kill('SIGINT');
-  await exited;
+  // events.once rejects on 'error': perf is not installed.
+  const started = await once(perf, 'spawn').then(
+    () => true,
+    () => false,
+  );
+  if (!started) return { result: await run(), instructions: null };
+  let result: T;
+  try {
+    result = await run();
+  } finally {
+    perf.kill('SIGINT');
+    await exited;
+  }
   // CSV: "<count>,<unit>,instructions,..."; "<not counted>" or "<not supported>" without counters.
   const line = report.split('\n').find((entry) => entry.includes(',instructions'));
   const count = Number(line?.split(',')[0]);
