@@ -8,7 +8,7 @@ import { buildService, DIST } from '../scripts/build.ts';
 import { PASSWORD_HASH_PARAMETERS } from '../src/crypto/passwords.ts';
 import { SERVICE_NODE_OPTIONS, SERVICE_PROCESS_ENVIRONMENT } from '../src/runtime.ts';
 import { type LoadOptions, type LoadResult, runInterleaved, runLoad } from './measure.ts';
-import { countInstructions } from './instructions.ts';
+import { countPerfEvents } from './perf-counters.ts';
 import { type MeasuredProcess, startProcess } from './processes.ts';
 import { seedBulk } from './seed-bulk.ts';
 
@@ -34,8 +34,10 @@ const { values: options } = parseArgs({
     only: { type: 'string' },
     // Write a V8 CPU profile of the service to bench/profiles (open it in Chrome DevTools).
     profile: { type: 'boolean', default: false },
-    // Count the service's instructions per request with Linux perf (bench/instructions.ts).
+    // Count the service's instructions per request with Linux perf (bench/perf-counters.ts).
     instructions: { type: 'boolean', default: false },
+    // Count SQLite's page writes and reads (pwrite/pread calls) per request with Linux perf.
+    'file-io': { type: 'boolean', default: false },
     // Extra Node.js options for the service process (e.g. "--max-semi-space-size=8"), to try
     // V8 settings without editing the start script.
     'service-node-options': { type: 'string', default: '' },
@@ -66,6 +68,10 @@ interface ScenarioResult extends LoadResult {
   readonly cpuMicrosPerRequest: number | null;
   /** With --instructions: the service's instructions per answered request, in thousands. */
   readonly kiloInstructionsPerRequest: number | null;
+  /** With --file-io: the service's `pwrite` calls per answered request (SQLite's log writes). */
+  readonly fileWritesPerRequest: number | null;
+  /** With --file-io: the service's `pread` calls per answered request (pages not cached). */
+  readonly fileReadsPerRequest: number | null;
   /** The part of it on libuv's thread pool, where Argon2id runs (login runs only). */
   readonly threadPoolCpuMicrosPerRequest: number | null;
   /**
@@ -279,6 +285,8 @@ async function runScenarios(
             cpuSeconds: spent.cpuSeconds,
             httpThreadBusy: spent.httpThreadBusy,
             instructions: spent.instructions,
+            fileWrites: spent.fileWrites,
+            fileReads: spent.fileReads,
           },
         });
       }
@@ -530,6 +538,8 @@ function record(
     threadPoolCpuSeconds,
     httpThreadBusy,
     instructions,
+    fileWrites,
+    fileReads,
     runRatios = null,
     runP99s = null,
   }: {
@@ -540,6 +550,11 @@ function record(
 ) {
   const perRequest = (seconds: number | undefined) =>
     seconds === undefined || result.total === 0 ? null : Math.round((seconds * 1e6) / result.total);
+  /** A count per request, to `decimals` places (null where it was not counted). */
+  const countPerRequest = (count: number | null | undefined, scale: number, decimals: number) =>
+    count === undefined || count === null || result.total === 0
+      ? null
+      : Math.round((count / result.total / scale) * 10 ** decimals) / 10 ** decimals;
   const entry: ScenarioResult = {
     scenario,
     connections,
@@ -549,10 +564,9 @@ function record(
     peakRssMb,
     cpuMicrosPerRequest: perRequest(cpuSeconds),
     threadPoolCpuMicrosPerRequest: perRequest(threadPoolCpuSeconds),
-    kiloInstructionsPerRequest:
-      instructions === undefined || instructions === null || result.total === 0
-        ? null
-        : Math.round(instructions / result.total / 100) / 10,
+    kiloInstructionsPerRequest: countPerRequest(instructions, 1000, 1),
+    fileWritesPerRequest: countPerRequest(fileWrites, 1, 2),
+    fileReadsPerRequest: countPerRequest(fileReads, 1, 2),
     httpThreadBusy: httpThreadBusy ?? null,
     runRatios,
     runP99s,
@@ -565,6 +579,8 @@ function record(
       `${entry.cpuMicrosPerRequest === null ? '' : `  CPU ${entry.cpuMicrosPerRequest} µs/req`}` +
       `${entry.threadPoolCpuMicrosPerRequest === null ? '' : ` (thread pool: ${entry.threadPoolCpuMicrosPerRequest})`}` +
       `${entry.kiloInstructionsPerRequest === null ? '' : `  ${entry.kiloInstructionsPerRequest}k instructions/req`}` +
+      `${entry.fileWritesPerRequest === null ? '' : `  pwrite ${entry.fileWritesPerRequest}/req`}` +
+      `${entry.fileReadsPerRequest === null ? '' : `  pread ${entry.fileReadsPerRequest}/req`}` +
       `${entry.httpThreadBusy === null ? '' : `  HTTP threads busy: ${entry.httpThreadBusy.map(({ thread, shareOfCore }) => `${thread} ${Math.round(shareOfCore * 100)} %`).join(', ')}`}` +
       `  machine idle ${Math.round(result.machineIdleShare * 100)} %, load generator ${result.loadGeneratorCores} cores` +
       `${runRatios === null ? '' : `  (the median of ${runRatios.length} runs)`}` +
@@ -581,7 +597,20 @@ interface ServiceSpending {
   readonly httpThreadBusy: readonly ThreadBusy[];
   /** With --instructions, the instructions its threads executed (null where perf cannot count). */
   readonly instructions: number | null;
+  /** With --file-io, its `pwrite` calls (null where perf cannot count them). */
+  readonly fileWrites: number | null;
+  /** With --file-io, its `pread` calls. */
+  readonly fileReads: number | null;
 }
+
+const INSTRUCTIONS = 'instructions';
+const FILE_WRITES = 'syscalls:sys_enter_pwrite64';
+const FILE_READS = 'syscalls:sys_enter_pread64';
+/** The perf events the options ask for (none: perf is not started). */
+const perfEvents = [
+  ...(options.instructions ? [INSTRUCTIONS] : []),
+  ...(options['file-io'] ? [FILE_WRITES, FILE_READS] : []),
+];
 
 /** Runs `run` and reads what the service spent meanwhile, in all and per HTTP thread. */
 async function measured<T>(
@@ -592,9 +621,10 @@ async function measured<T>(
   const threadPoolBefore = service.threadPoolCpuSeconds();
   const threadsBefore = service.httpThreadCpuSeconds();
   const started = performance.now();
-  const { result, instructions } = options.instructions
-    ? await countInstructions(service.child.pid!, run)
-    : { result: await run(), instructions: null };
+  const { result, counts } =
+    perfEvents.length === 0
+      ? { result: await run(), counts: {} as Record<string, number | null> }
+      : await countPerfEvents(service.child.pid!, perfEvents, run);
   const elapsedSeconds = (performance.now() - started) / 1000;
   const httpThreadBusy = [...service.httpThreadCpuSeconds()]
     .map(([id, { name, seconds }]) => ({
@@ -614,22 +644,34 @@ async function measured<T>(
       cpuSeconds: service.cpuSeconds() - cpuBefore,
       threadPoolCpuSeconds: service.threadPoolCpuSeconds() - threadPoolBefore,
       httpThreadBusy,
-      instructions,
+      instructions: counts[INSTRUCTIONS] ?? null,
+      fileWrites: counts[FILE_WRITES] ?? null,
+      fileReads: counts[FILE_READS] ?? null,
     },
   };
 }
 
 function printSummary() {
-  // The instructions column only where they were counted (--instructions).
-  const instructions = options.instructions ? ' k instructions/req |' : '';
+  // The perf columns only where they were counted (--instructions, --file-io).
+  const perfColumns: Array<{ heading: string; value: (r: ScenarioResult) => number | null }> = [
+    ...(options.instructions
+      ? [{ heading: 'k instructions/req', value: (r: ScenarioResult) => r.kiloInstructionsPerRequest }]
+      : []),
+    ...(options['file-io']
+      ? [
+          { heading: 'pwrite/req', value: (r: ScenarioResult) => r.fileWritesPerRequest },
+          { heading: 'pread/req', value: (r: ScenarioResult) => r.fileReadsPerRequest },
+        ]
+      : []),
+  ];
   console.log(
-    `\n| scenario | conns | req/s | p50 ms | p95 ms | p99 ms | runs' median p99 ms | non-2xx | ratio | reference req/s | peak RSS MB | CPU µs/req | machine idle % |${instructions}`,
+    `\n| scenario | conns | req/s | p50 ms | p95 ms | p99 ms | runs' median p99 ms | non-2xx | ratio | reference req/s | peak RSS MB | CPU µs/req | machine idle % |${perfColumns.map((c) => ` ${c.heading} |`).join('')}`,
   );
-  console.log(`|---|---|---|---|---|---|---|---|---|---|---|---|---|${instructions === '' ? '' : '---|'}`);
+  console.log(`|---|---|---|---|---|---|---|---|---|---|---|---|---|${'---|'.repeat(perfColumns.length)}`);
   for (const r of results) {
     console.log(
       `| ${r.scenario} | ${r.connections} | ${r.requestsPerSecond} | ${r.p50} | ${r.p95} | ${r.p99} | ${r.runP99s === null ? '' : medianOf(r.runP99s)} | ${r.non2xx} | ${r.ratio} | ${Math.round(r.reference.requestsPerSecond)} | ${r.peakRssMb ?? ''} | ${r.cpuMicrosPerRequest ?? ''} | ${Math.round(r.machineIdleShare * 100)} |` +
-        (instructions === '' ? '' : ` ${r.kiloInstructionsPerRequest ?? ''} |`),
+        perfColumns.map((c) => ` ${c.value(r) ?? ''} |`).join(''),
     );
   }
   const file = resultsFile(`latest-${dialect}.json`);
