@@ -1,5 +1,7 @@
+import { CompiledQuery, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/crypto/secrets.ts';
+import { type AuditFilter, auditPageQuery } from '../../src/modules/audit-log/audit-log.repository.ts';
 import { buildTestApp, type TestApp } from '../helpers/app.ts';
 import { DIALECTS } from '../helpers/dialects.ts';
 import { createScopeAdmin, createSystemAdmin, type PersonFixture } from '../helpers/factories.ts';
@@ -114,6 +116,47 @@ for (const dialect of DIALECTS) {
         const response = await read(query);
         expect(response.status, query).toBe(400);
         expect(response.body.errors, query).toEqual(['The request is malformed.']);
+      }
+    });
+
+    it('finds refusals through an index that successful entries never enter', async () => {
+      const definitions =
+        dialect === 'sqlite'
+          ? await sql<{ definition: string }>`
+              select sql as definition from sqlite_master
+              where type = 'index' and tbl_name = 'audit_entries' and sql is not null`.execute(
+              test.services.db,
+            )
+          : await sql<{ definition: string }>`
+              select indexdef as definition from pg_indexes
+              where schemaname = current_schema() and tablename = 'audit_entries'`.execute(test.services.db);
+      const indexes = definitions.rows.map((row) => row.definition.replaceAll('"', '').toLowerCase());
+      // No index has the outcome among its columns: every success would update it.
+      const keyColumns = indexes.map((definition) => definition.split(' where ')[0]!);
+      expect(keyColumns.filter((columns) => /\(succeeded\b/.test(columns))).toEqual([]);
+      expect(indexes.filter((definition) => /audit_entries_refusals_recorded/.test(definition))).toEqual([
+        expect.stringMatching(/\(recorded_at, id\).*where \(?succeeded = 0\)?$/),
+      ]);
+
+      if (dialect === 'sqlite') {
+        // The reader's own query, as it runs: its outcome must be a literal the index can match.
+        const refusals: AuditFilter = {
+          from: null,
+          to: null,
+          actorId: null,
+          action: null,
+          targetId: null,
+          succeeded: false,
+        };
+        const page = auditPageQuery(test.services.db, refusals, {
+          pageNumber: 1,
+          pageSize: 25,
+          offset: 0,
+        }).compile();
+        const plan = await test.services.db.executeQuery<{ detail: string }>(
+          CompiledQuery.raw(`explain query plan ${page.sql}`, [...page.parameters]),
+        );
+        expect(plan.rows.map((row) => row.detail).join('\n')).toContain('audit_entries_refusals_recorded');
       }
     });
 

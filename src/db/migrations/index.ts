@@ -8,6 +8,7 @@ import { twoFactor } from './0007-two-factor.ts';
 import { selfRegistration } from './0008-self-registration.ts';
 import { subjectRights } from './0009-subject-rights.ts';
 import { scopeCounts } from './0010-scope-counts.ts';
+import { auditRefusalsIndex } from './0011-audit-refusals-index.ts';
 import type { Migration } from './migration.ts';
 
 /** Every migration, in order. Names never change once released. */
@@ -22,4 +23,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0008-self-registration': selfRegistration,
   '0009-subject-rights': subjectRights,
   '0010-scope-counts': scopeCounts,
+  '0011-audit-refusals-index': auditRefusalsIndex,
 };

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { AuditEntryRow, DbOrTx, Flag } from '../../db/database.ts';
 import type { PageRequest } from '../../http/pagination.ts';
 
@@ -10,13 +11,14 @@ export interface AuditFilter {
   readonly succeeded: boolean | null;
 }
 
-/** A page of entries, newest first, as stored (a cleared actor or target is null). */
-export async function listAuditEntries(
-  db: DbOrTx,
-  filter: AuditFilter,
-  page: PageRequest,
-): Promise<{ rows: AuditEntryRow[]; total: number }> {
-  const base = db
+/**
+ * The entries that pass the filter. The outcome is written into the SQL as a literal, not bound:
+ * refusals have an index of their own, which only a query that says `succeeded = 0` may use
+ * (SQLite cannot match a bound parameter against an index's WHERE clause, and the SQLite
+ * dialect marks every parameter; PostgreSQL's generic plans cannot either).
+ */
+function filteredEntries(db: DbOrTx, filter: AuditFilter) {
+  return db
     .selectFrom('audit_entries')
     .$if(filter.from !== null, (query) => query.where('recorded_at', '>=', filter.from!))
     .$if(filter.to !== null, (query) => query.where('recorded_at', '<=', filter.to!))
@@ -24,17 +26,31 @@ export async function listAuditEntries(
     .$if(filter.action !== null, (query) => query.where('action', '=', filter.action!))
     .$if(filter.targetId !== null, (query) => query.where('target_id', '=', filter.targetId!))
     .$if(filter.succeeded !== null, (query) =>
-      query.where('succeeded', '=', (filter.succeeded ? 1 : 0) as Flag),
+      query.where('succeeded', '=', sql.lit<Flag>(filter.succeeded ? 1 : 0)),
     );
+}
+
+/** One page of the filtered entries, newest first. */
+export function auditPageQuery(db: DbOrTx, filter: AuditFilter, page: PageRequest) {
+  return filteredEntries(db, filter)
+    .selectAll()
+    .orderBy('recorded_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(page.pageSize)
+    .offset(page.offset);
+}
+
+/** A page of entries, newest first, as stored (a cleared actor or target is null). */
+export async function listAuditEntries(
+  db: DbOrTx,
+  filter: AuditFilter,
+  page: PageRequest,
+): Promise<{ rows: AuditEntryRow[]; total: number }> {
   const [rows, count] = await Promise.all([
-    base
-      .selectAll()
-      .orderBy('recorded_at', 'desc')
-      .orderBy('id', 'desc')
-      .limit(page.pageSize)
-      .offset(page.offset)
-      .execute(),
-    base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
+    auditPageQuery(db, filter, page).execute(),
+    filteredEntries(db, filter)
+      .select((eb) => eb.fn.countAll<number>().as('total'))
+      .executeTakeFirstOrThrow(),
   ]);
   return { rows, total: Number(count.total) };
 }
