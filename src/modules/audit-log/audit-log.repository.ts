@@ -13,9 +13,9 @@ export interface AuditFilter {
 
 /**
  * The entries that pass the filter. The outcome is written into the SQL as a literal, not bound:
- * refusals have an index of their own, which only a query that says `succeeded = 0` may use
- * (SQLite cannot match a bound parameter against an index's WHERE clause, and the SQLite
- * dialect marks every parameter; PostgreSQL's generic plans cannot either).
+ * refusals have an index of their own (migration 0011), which a plan may use only where the
+ * query says `succeeded = 0` itself. The SQLite dialect marks every parameter (`+?`), so SQLite
+ * plans without looking at its value, and PostgreSQL's generic plans do not look at values either.
  */
 function filteredEntries(db: DbOrTx, filter: AuditFilter) {
   return db
