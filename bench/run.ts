@@ -548,13 +548,13 @@ function record(
     runP99s?: readonly number[] | null;
   } & Partial<ServiceSpending>,
 ) {
-  const perRequest = (seconds: number | undefined) =>
-    seconds === undefined || result.total === 0 ? null : Math.round((seconds * 1e6) / result.total);
-  /** A count per request, to `decimals` places (null where it was not counted). */
+  /** A figure per answered request, in `scale` units to `decimals` places (null where it was not measured). */
   const countPerRequest = (count: number | null | undefined, scale: number, decimals: number) =>
     count === undefined || count === null || result.total === 0
       ? null
       : Math.round((count / result.total / scale) * 10 ** decimals) / 10 ** decimals;
+  /** CPU seconds per request, in whole microseconds. */
+  const perRequest = (seconds: number | undefined) => countPerRequest(seconds, 1e-6, 0);
   const entry: ScenarioResult = {
     scenario,
     connections,
