@@ -3,6 +3,7 @@ import cors from '@fastify/cors';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyServerOptions } from 'fastify';
 import type { Redis } from 'ioredis';
+import { AuditInbox } from './audit/audit-inbox.ts';
 import { CommandRunner } from './audit/command-runner.ts';
 import { type Clock, systemClock } from './clock.ts';
 import type { Config } from './config/config.ts';
@@ -78,6 +79,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<App> {
   }).withTypeProvider<TypeBoxTypeProvider>() as App;
   app.setValidatorCompiler(validatorCompiler);
 
+  const auditInbox = new AuditInbox(database.dialect === 'sqlite' ? database.writes : null, app.log);
   const services: Services = {
     config,
     db: database.db,
@@ -85,7 +87,8 @@ export async function buildApp(dependencies: AppDependencies): Promise<App> {
     clock,
     tokens: new TokenService(config.auth, clock),
     passwords: dependencies.passwords ?? new PasswordHasher(),
-    commands: new CommandRunner(database.db, database.writes, clock, app.log),
+    commands: new CommandRunner(database.db, database.writes, clock, app.log, auditInbox),
+    auditInbox,
     redis: dependencies.redis ?? null,
     log: app.log,
     mailer: dependencies.mailer ?? createMailer(config.email, app.log),
@@ -105,6 +108,7 @@ export async function buildApp(dependencies: AppDependencies): Promise<App> {
   // mail already queued is still delivered on a graceful close.
   app.addHook('onClose', async () => {
     await retention?.stop();
+    await auditInbox.close();
     await services.mailer.close();
   });
 

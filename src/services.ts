@@ -7,6 +7,7 @@ import type {
   RawServerDefault,
 } from 'fastify';
 import type { Redis } from 'ioredis';
+import type { AuditInbox } from './audit/audit-inbox.ts';
 import type { CommandRunner } from './audit/command-runner.ts';
 import type { Clock } from './clock.ts';
 import type { Config } from './config/config.ts';
@@ -35,6 +36,8 @@ export interface Services {
   readonly tokens: TokenService;
   readonly passwords: PasswordHasher;
   readonly commands: CommandRunner;
+  /** SQLite: moves the audit rows appended since into `audit_entries` (readers settle it first). */
+  readonly auditInbox: AuditInbox;
   readonly redis: Redis | null;
   readonly log: FastifyBaseLogger;
   /** Queued mail delivery (SMTP, or the logging fallback). */

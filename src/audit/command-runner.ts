@@ -3,6 +3,7 @@ import type { Clock } from '../clock.ts';
 import type { Db, Tx } from '../db/database.ts';
 import type { WriteTransactions } from '../db/write-transactions.ts';
 import { InvalidField, Refusal } from '../http/messages.ts';
+import type { AuditInbox } from './audit-inbox.ts';
 import { type AuditRecord, insertAuditEntry } from './audit.repository.ts';
 
 /**
@@ -86,12 +87,14 @@ export class CommandRunner {
   readonly #writes: WriteTransactions;
   readonly #clock: Clock;
   readonly #log: FastifyBaseLogger;
+  readonly #inbox: AuditInbox;
 
-  constructor(db: Db, writes: WriteTransactions, clock: Clock, log: FastifyBaseLogger) {
+  constructor(db: Db, writes: WriteTransactions, clock: Clock, log: FastifyBaseLogger, inbox: AuditInbox) {
     this.#db = db;
     this.#writes = writes;
     this.#clock = clock;
     this.#log = log;
+    this.#inbox = inbox;
   }
 
   async run<Input, Output, Prepared>(
@@ -144,6 +147,7 @@ export class CommandRunner {
       await this.#recordFailure(audit(false, failureReasonOf(error)));
       throw error;
     }
+    this.#inbox.appended();
     for (const effect of effects) this.#runEffect(command.name, effect);
     if (output instanceof Refusal) throw output;
     return output;
@@ -152,6 +156,7 @@ export class CommandRunner {
   async #recordFailure(record: AuditRecord): Promise<void> {
     try {
       await this.#writes.runSingleWrite((tx) => insertAuditEntry(tx, record));
+      this.#inbox.appended();
     } catch (error) {
       // The refusal itself must still reach the caller; a lost failure entry is logged instead.
       this.#log.error(

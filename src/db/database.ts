@@ -251,6 +251,8 @@ export interface Database {
   scopes: ScopesTable;
   scope_owners: ScopeOwnersTable;
   audit_entries: AuditEntriesTable;
+  /** SQLite's audit rows until they are moved into audit_entries (src/audit/audit-inbox.ts). */
+  audit_inbox: AuditEntriesTable;
   applications: ApplicationsTable;
   application_credentials: ApplicationCredentialsTable;
   scope_permissions: ScopePermissionsTable;

@@ -34,6 +34,7 @@ export function expectRefusal(response: TestResponse, status: number, message: s
 export async function waitForAuditEntries(test: TestApp, action: string, count: number): Promise<void> {
   const deadline = Date.now() + 5_000;
   for (;;) {
+    await test.services.auditInbox.settle();
     const row = await test.services.db
       .selectFrom('audit_entries')
       .select((eb) => eb.fn.countAll().as('n'))

@@ -112,8 +112,9 @@ export async function createScope(
 export const createUser = (test: TestApp, scopeId: string, options: PersonOptions = {}) =>
   createPerson(test, { role: Role.User, scope_id: scopeId, ...options });
 
-/** The audit entries of one action, oldest first. */
+/** The audit entries of one action, oldest first (the audit inbox moved first). */
 export async function auditEntries(test: TestApp, action: string) {
+  await test.services.auditInbox.settle();
   return test.services.db
     .selectFrom('audit_entries')
     .selectAll()

@@ -472,10 +472,12 @@ for (const dialect of DIALECTS) {
     });
 
     it('records one entry, with the command type name, per call of each write operation', async () => {
-      const entryIds = async () =>
-        new Set(
+      const entryIds = async () => {
+        await test.services.auditInbox.settle();
+        return new Set(
           (await test.services.db.selectFrom('audit_entries').select('id').execute()).map((row) => row.id),
         );
+      };
       const failures: string[] = [];
       for (const operation of operations) {
         const fixture = FIXTURES[operation.operationId];

@@ -169,6 +169,7 @@ for (const dialect of DIALECTS) {
       );
       expect(verified).toMatchObject({ actor_id: null, succeeded: 1 });
       // No secret in the audit trail.
+      await test.services.auditInbox.settle();
       const trail = JSON.stringify(await test.services.db.selectFrom('audit_entries').selectAll().execute());
       for (const secret of [token, sha256(token), CHOSEN_PASSWORD, pending?.password_hash ?? '-']) {
         expect(trail).not.toContain(secret);

@@ -148,6 +148,7 @@ for (const dialect of DIALECTS) {
       expect(reconciled.status).toBe(200);
       expect(reconciled.body.data).toEqual({ anonymised: 1, remaining: 0 });
       expect(await cellsContaining(test, [name, email, sub, ground])).toEqual([]);
+      await test.services.auditInbox.settle();
       const naming = await test.services.db
         .selectFrom('audit_entries')
         .select('id')

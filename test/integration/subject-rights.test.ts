@@ -297,6 +297,7 @@ for (const dialect of DIALECTS) {
       // No personal data left: search every cell of every table for the name, the address and the
       // ground, and for the id in the audit trail.
       expect(await cellsContaining(test, [name, email, ground, 'Rhiannon'])).toEqual([]);
+      await test.services.auditInbox.settle();
       const naming = await test.services.db
         .selectFrom('audit_entries')
         .select('id')

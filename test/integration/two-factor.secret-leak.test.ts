@@ -86,6 +86,7 @@ for (const dialect of DIALECTS) {
       secrets.push(...(regenerated.body.data.recoveryCodes as string[]));
       await test.services.mailer.idle();
 
+      await test.services.auditInbox.settle();
       const audit = JSON.stringify(await test.services.db.selectFrom('audit_entries').selectAll().execute());
       const stored = JSON.stringify(
         await test.services.db.selectFrom('two_factor_configs').selectAll().execute(),

@@ -9,6 +9,7 @@ import { selfRegistration } from './0008-self-registration.ts';
 import { subjectRights } from './0009-subject-rights.ts';
 import { scopeCounts } from './0010-scope-counts.ts';
 import { auditRefusalsIndex } from './0011-audit-refusals-index.ts';
+import { auditInbox } from './0012-audit-inbox.ts';
 import type { Migration } from './migration.ts';
 
 /** Every migration, in order. Names never change once released. */
@@ -24,4 +25,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0009-subject-rights': subjectRights,
   '0010-scope-counts': scopeCounts,
   '0011-audit-refusals-index': auditRefusalsIndex,
+  '0012-audit-inbox': auditInbox,
 };

@@ -29,8 +29,11 @@ function asStoredTime(value: string | null | undefined): string | null {
   return time.toISOString();
 }
 
-/** The audit trail, for System Admins only. Reading it is not itself audited (it writes nothing). */
-export function auditLogRoutes(app: App, { db }: Services): void {
+/**
+ * The audit trail, for System Admins only. Reading it is not itself audited: it changes nothing
+ * (moving the audit inbox only completes the trail it reads).
+ */
+export function auditLogRoutes(app: App, { db, auditInbox }: Services): void {
   app.get(
     '/api/audit-log',
     {
@@ -47,18 +50,17 @@ export function auditLogRoutes(app: App, { db }: Services): void {
     async (request) => {
       const { query } = request;
       const page = pageRequest(query);
-      const { rows, total } = await listAuditEntries(
-        db,
-        {
-          from: asStoredTime(query.From),
-          to: asStoredTime(query.To),
-          actorId: query.ActorId ?? null,
-          action: query.Action ?? null,
-          targetId: query.TargetId ?? null,
-          succeeded: query.Succeeded ?? null,
-        },
-        page,
-      );
+      const filter = {
+        from: asStoredTime(query.From),
+        to: asStoredTime(query.To),
+        actorId: query.ActorId ?? null,
+        action: query.Action ?? null,
+        targetId: query.TargetId ?? null,
+        succeeded: query.Succeeded ?? null,
+      };
+      // The entries of the last moments may still be in the audit inbox (SQLite): moved first.
+      await auditInbox.settle();
+      const { rows, total } = await listAuditEntries(db, filter, page);
       return okPage(
         {
           items: rows.map(toAuditEntry),

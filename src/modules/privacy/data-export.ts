@@ -1,4 +1,4 @@
-import type { DbOrTx, IsoTime } from '../../db/database.ts';
+import type { DbOrTx, IsoTime, Tx } from '../../db/database.ts';
 import { erasureDueAt } from '../../jobs/retention-pass.ts';
 import { findAccountEmailBudget } from '../account-email/account-email.repository.ts';
 import { toAuditEntry } from '../audit-log/audit-log.routes.ts';
@@ -100,7 +100,7 @@ const RETENTION: DataExport['retention'] = [
 ];
 
 /** Everything held about the subject, read in one transaction so the parts agree. */
-export async function buildDataExport(db: DbOrTx, subject: SubjectRow, now: IsoTime): Promise<DataExport> {
+export async function buildDataExport(db: Tx, subject: SubjectRow, now: IsoTime): Promise<DataExport> {
   const { row } = subject;
   const person = subject.kind === 'person' ? subject.row : null;
   const user = subject.kind === 'extidpUser' ? subject.row : null;

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { AuditEntryRow, DbOrTx, ExtidpUserRow, IsoTime, PersonRow, Tx } from '../../db/database.ts';
+import { moveAuditInbox } from '../../audit/audit.repository.ts';
 import type { PageRequest } from '../../http/pagination.ts';
 
 /** SQL of the data-subject rights (privacy) module: restriction, erasure, export reads. Kysely only. */
@@ -205,9 +206,13 @@ export async function applicationsOwnedBy(db: DbOrTx, personId: string) {
     .execute();
 }
 
-/** Every audit entry naming the subject as actor or target, oldest first. */
-export async function auditEntriesNaming(db: DbOrTx, id: string): Promise<AuditEntryRow[]> {
-  return db
+/**
+ * Every audit entry naming the subject as actor or target, oldest first: the audit inbox is
+ * moved first, so the entries of the last moments are there too.
+ */
+export async function auditEntriesNaming(tx: Tx, id: string): Promise<AuditEntryRow[]> {
+  await moveAuditInbox(tx);
+  return tx
     .selectFrom('audit_entries')
     .selectAll()
     .where((eb) => eb.or([eb('actor_id', '=', id), eb('target_id', '=', id)]))

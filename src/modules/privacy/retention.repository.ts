@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { moveAuditInbox } from '../../audit/audit.repository.ts';
 import { newSecurityStamp } from '../../crypto/secrets.ts';
 import type { IsoTime, Tx } from '../../db/database.ts';
 import type { SubjectKind } from './privacy.repository.ts';
@@ -152,8 +153,12 @@ export async function anonymiseExtidpUser(tx: Tx, id: string, now: IsoTime): Pro
     .execute();
 }
 
-/** Audit entries are kept (DECISIONS §7), but no longer name the anonymised identity. */
+/**
+ * Audit entries are kept (DECISIONS §7), but no longer name the anonymised identity: those in
+ * the audit inbox too, which is moved first.
+ */
 export async function clearAuditReferences(tx: Tx, id: string): Promise<void> {
+  await moveAuditInbox(tx);
   await tx.updateTable('audit_entries').set({ actor_id: null }).where('actor_id', '=', id).execute();
   await tx.updateTable('audit_entries').set({ target_id: null }).where('target_id', '=', id).execute();
 }

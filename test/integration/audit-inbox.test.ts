@@ -1,0 +1,159 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AuditInbox } from '../../src/audit/audit-inbox.ts';
+import { insertAuditEntry, moveAuditInbox } from '../../src/audit/audit.repository.ts';
+import { newId } from '../../src/crypto/secrets.ts';
+import { buildTestApp, type TestApp } from '../helpers/app.ts';
+import { DIALECTS } from '../helpers/dialects.ts';
+import { createSystemAdmin, type PersonFixture } from '../helpers/factories.ts';
+
+for (const dialect of DIALECTS) {
+  describe(`audit inbox (${dialect})`, () => {
+    let test: TestApp;
+    let admin: PersonFixture;
+
+    beforeAll(async () => {
+      test = await buildTestApp(dialect);
+      admin = await createSystemAdmin(test);
+    });
+    afterAll(() => test.close());
+
+    const idsIn = async (table: 'audit_entries' | 'audit_inbox', action: string) =>
+      (await test.services.db.selectFrom(table).select('id').where('action', '=', action).execute()).map(
+        (row) => row.id,
+      );
+    const createScope = async (name: string) => {
+      const created = await test.request({
+        method: 'POST',
+        url: '/api/scopes',
+        token: admin.token,
+        body: { name, ownerIds: [admin.id] },
+      });
+      expect(created.status).toBe(200);
+      return String(created.body.data.id);
+    };
+
+    const appendOne = async (action: string, recordedAt = test.clock.now().toISOString()) =>
+      test.services.database.writes.run((tx) =>
+        insertAuditEntry(tx, {
+          actorId: null,
+          targetId: null,
+          action,
+          succeeded: true,
+          failureReason: null,
+          recordedAt,
+        }),
+      );
+    const waitUntil = async (check: () => Promise<boolean>, ms: number) => {
+      const deadline = Date.now() + ms;
+      while (!(await check())) {
+        if (Date.now() > deadline) return false;
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      return true;
+    };
+
+    it('appends on SQLite and writes the trail itself on PostgreSQL', async () => {
+      const action = `InboxTable${newId().replaceAll('-', '')}`;
+      await appendOne(action);
+      expect(await idsIn(dialect === 'sqlite' ? 'audit_inbox' : 'audit_entries', action)).toHaveLength(1);
+      expect(await idsIn(dialect === 'sqlite' ? 'audit_entries' : 'audit_inbox', action)).toEqual([]);
+    });
+
+    it('answers the audit log with the entries still in the inbox', async () => {
+      const action = `InboxRead${newId().replaceAll('-', '')}`;
+      await appendOne(action);
+      const listed = await test.request({
+        method: 'GET',
+        url: `/api/audit-log?Action=${action}`,
+        token: admin.token,
+      });
+      expect(listed.status).toBe(200);
+      expect(listed.body.data).toEqual([expect.objectContaining({ action, succeeded: true })]);
+      expect(await idsIn('audit_inbox', action)).toEqual([]);
+    });
+
+    it('moves a command’s entry into the trail without a reader asking', async () => {
+      const scopeId = await createScope('Audit inbox scope');
+      const inTrail = async () =>
+        (
+          await test.services.db
+            .selectFrom('audit_entries')
+            .select('id')
+            .where('action', '=', 'CreateScopeCommand')
+            .where('target_id', '=', scopeId)
+            .execute()
+        ).length === 1;
+      expect(await waitUntil(inTrail, 5_000)).toBe(true);
+    });
+
+    it('moves every row, in the order appended, once', async () => {
+      const action = `InboxOrder${newId().replaceAll('-', '')}`;
+      const ids: string[] = [];
+      await test.services.database.writes.run(async (tx) => {
+        for (const second of [3, 1, 2]) {
+          await insertAuditEntry(tx, {
+            actorId: null,
+            targetId: null,
+            action,
+            succeeded: true,
+            failureReason: null,
+            recordedAt: `2031-01-01T00:00:0${second}.000Z`,
+          });
+        }
+      });
+      ids.push(...(await idsIn(dialect === 'sqlite' ? 'audit_inbox' : 'audit_entries', action)));
+      expect(ids).toHaveLength(3);
+      await test.services.database.writes.run(moveAuditInbox);
+      expect(await idsIn('audit_inbox', action)).toEqual([]);
+      const moved = await test.services.db
+        .selectFrom('audit_entries')
+        .select(['id', 'recorded_at'])
+        .where('action', '=', action)
+        .execute();
+      expect(moved.map((row) => row.recorded_at).sort()).toEqual([
+        '2031-01-01T00:00:01.000Z',
+        '2031-01-01T00:00:02.000Z',
+        '2031-01-01T00:00:03.000Z',
+      ]);
+      expect(moved.map((row) => row.id).sort()).toEqual([...ids].sort());
+      // Nothing is left to move twice.
+      expect(await test.services.database.writes.run(moveAuditInbox)).toBe(0);
+    });
+
+    if (dialect === 'sqlite') {
+      it('moves by itself once a thread has appended enough rows', async () => {
+        const inbox = new AuditInbox(test.services.database.writes, test.services.log, {
+          moveRows: 3,
+          moveDelayMs: 60_000,
+        });
+        const action = `InboxCount${newId().replaceAll('-', '')}`;
+        const inboxEmpty = async () => (await idsIn('audit_inbox', action)).length === 0;
+        for (let row = 1; row <= 2; row++) {
+          await appendOne(action);
+          inbox.appended();
+        }
+        expect(await waitUntil(inboxEmpty, 100)).toBe(false);
+        await appendOne(action);
+        inbox.appended();
+        expect(await waitUntil(inboxEmpty, 5_000)).toBe(true);
+        expect(await idsIn('audit_entries', action)).toHaveLength(3);
+        await inbox.close();
+      });
+
+      it('moves by itself a while after a thread’s first row', async () => {
+        const inbox = new AuditInbox(test.services.database.writes, test.services.log, {
+          moveRows: 1_000,
+          moveDelayMs: 50,
+        });
+        const action = `InboxDelay${newId().replaceAll('-', '')}`;
+        await appendOne(action);
+        inbox.appended();
+        expect(await waitUntil(async () => (await idsIn('audit_inbox', action)).length === 0, 5_000)).toBe(
+          true,
+        );
+        expect(await idsIn('audit_entries', action)).toHaveLength(1);
+        await inbox.close();
+      });
+    }
+  });
+}
