@@ -37,6 +37,7 @@ export class AuditInbox {
   #timer: NodeJS.Timeout | null = null;
   /** The move running in the background, if any: closing waits for it. */
   #moving: Promise<void> | null = null;
+  #closed = false;
 
   /** `writes` is null on PostgreSQL, where audit rows go straight to `audit_entries`. */
   constructor(
@@ -54,15 +55,7 @@ export class AuditInbox {
   appended(): void {
     if (this.#writes === null) return;
     this.#appended += 1;
-    if (this.#appended >= this.#moveRows) {
-      this.#moveInBackground();
-      return;
-    }
-    if (this.#timer === null) {
-      this.#timer = setTimeout(() => this.#moveInBackground(), this.#moveDelayMs);
-      // A pending move must not keep a stopping process alive: the rows are safe in the inbox.
-      this.#timer.unref();
-    }
+    this.#schedule();
   }
 
   /** Moves the inbox now: a reader of `audit_entries` outside a transaction calls this first. */
@@ -78,12 +71,31 @@ export class AuditInbox {
    * the inbox stay there, committed, for the next start's first move.
    */
   async close(): Promise<void> {
+    this.#closed = true;
     this.#cancelTimer();
     await this.#moving;
   }
 
+  /**
+   * Moves at once when this thread has appended enough rows, else arms the timer for them. While
+   * a move runs, nothing: its end schedules the rows appended meanwhile.
+   */
+  #schedule(): void {
+    if (this.#closed || this.#moving !== null || this.#appended === 0) return;
+    if (this.#appended >= this.#moveRows) {
+      this.#moveInBackground();
+      return;
+    }
+    if (this.#timer !== null) return;
+    this.#timer = setTimeout(() => {
+      this.#timer = null;
+      this.#moveInBackground();
+    }, this.#moveDelayMs);
+    // A pending move must not keep a stopping process alive: the rows are safe in the inbox.
+    this.#timer.unref();
+  }
+
   #moveInBackground(): void {
-    if (this.#moving !== null) return;
     this.#moving = this.settle()
       .catch((error: unknown) => {
         // The rows stay in the inbox, committed; the next move or reader takes them.
@@ -91,6 +103,7 @@ export class AuditInbox {
       })
       .finally(() => {
         this.#moving = null;
+        this.#schedule();
       });
   }
 

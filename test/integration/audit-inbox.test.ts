@@ -150,6 +150,33 @@ for (const dialect of DIALECTS) {
         await inbox.close();
       });
 
+      it('moves the rows appended while a move waited for the write lock, once it has run', async () => {
+        const inbox = new AuditInbox(test.services.database.writes, test.services.log, {
+          moveRows: 1_000,
+          moveDelayMs: 20,
+        });
+        const action = `InboxDuringMove${newId().replaceAll('-', '')}`;
+        await appendOne(action);
+        inbox.appended();
+        // Another write holds the lock, so the move the timer starts has to wait for it.
+        let releaseLock = () => {};
+        const holder = test.services.database.writes.run(
+          () => new Promise<void>((resolve) => (releaseLock = resolve)),
+        );
+        await new Promise((resolve) => setTimeout(resolve, 60));
+        // A row appended meanwhile, counted while the move waits, past the move's own delay.
+        const second = appendOne(action);
+        inbox.appended();
+        await new Promise((resolve) => setTimeout(resolve, 60));
+        releaseLock();
+        await Promise.all([holder, second]);
+        expect(await waitUntil(async () => (await idsIn('audit_inbox', action)).length === 0, 5_000)).toBe(
+          true,
+        );
+        expect(await idsIn('audit_entries', action)).toHaveLength(2);
+        await inbox.close();
+      });
+
       it('moves by itself a while after a thread’s first row', async () => {
         const inbox = new AuditInbox(test.services.database.writes, test.services.log, {
           moveRows: 1_000,
