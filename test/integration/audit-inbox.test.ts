@@ -53,6 +53,12 @@ for (const dialect of DIALECTS) {
       return true;
     };
 
+    /** Whether no row of the action is left in the inbox. */
+    const inboxEmptyOf = (action: string) => async () => (await idsIn('audit_inbox', action)).length === 0;
+    /** An inbox of the test's own, beside the app's, with its own triggers. */
+    const ownInbox = (triggers: { moveRows: number; moveDelayMs: number }) =>
+      new AuditInbox(test.services.database.writes, test.services.log, triggers);
+
     it('appends on SQLite and writes the trail itself on PostgreSQL', async () => {
       const action = `InboxTable${newId().replaceAll('-', '')}`;
       await appendOne(action);
@@ -132,12 +138,9 @@ for (const dialect of DIALECTS) {
 
     if (dialect === 'sqlite') {
       it('moves by itself once a thread has appended enough rows', async () => {
-        const inbox = new AuditInbox(test.services.database.writes, test.services.log, {
-          moveRows: 3,
-          moveDelayMs: 60_000,
-        });
+        const inbox = ownInbox({ moveRows: 3, moveDelayMs: 60_000 });
         const action = `InboxCount${newId().replaceAll('-', '')}`;
-        const inboxEmpty = async () => (await idsIn('audit_inbox', action)).length === 0;
+        const inboxEmpty = inboxEmptyOf(action);
         for (let row = 1; row <= 2; row++) {
           await appendOne(action);
           inbox.appended();
@@ -151,10 +154,7 @@ for (const dialect of DIALECTS) {
       });
 
       it('moves the rows appended while a move waited for the write lock, once it has run', async () => {
-        const inbox = new AuditInbox(test.services.database.writes, test.services.log, {
-          moveRows: 1_000,
-          moveDelayMs: 20,
-        });
+        const inbox = ownInbox({ moveRows: 1_000, moveDelayMs: 20 });
         const action = `InboxDuringMove${newId().replaceAll('-', '')}`;
         await appendOne(action);
         inbox.appended();
@@ -170,24 +170,17 @@ for (const dialect of DIALECTS) {
         await new Promise((resolve) => setTimeout(resolve, 60));
         releaseLock();
         await Promise.all([holder, second]);
-        expect(await waitUntil(async () => (await idsIn('audit_inbox', action)).length === 0, 5_000)).toBe(
-          true,
-        );
+        expect(await waitUntil(inboxEmptyOf(action), 5_000)).toBe(true);
         expect(await idsIn('audit_entries', action)).toHaveLength(2);
         await inbox.close();
       });
 
       it('moves by itself a while after a thread’s first row', async () => {
-        const inbox = new AuditInbox(test.services.database.writes, test.services.log, {
-          moveRows: 1_000,
-          moveDelayMs: 50,
-        });
+        const inbox = ownInbox({ moveRows: 1_000, moveDelayMs: 50 });
         const action = `InboxDelay${newId().replaceAll('-', '')}`;
         await appendOne(action);
         inbox.appended();
-        expect(await waitUntil(async () => (await idsIn('audit_inbox', action)).length === 0, 5_000)).toBe(
-          true,
-        );
+        expect(await waitUntil(inboxEmptyOf(action), 5_000)).toBe(true);
         expect(await idsIn('audit_entries', action)).toHaveLength(1);
         await inbox.close();
       });
