@@ -77,7 +77,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
 type MachineShares = Pick<LoadResult, 'machineIdleShare' | 'loadGeneratorCores'>;
 
 /** Starts metering the machine's idle time and this process's CPU time; `read` gives the shares since. */
-function meterMachine(): { read(): MachineShares } {
+export function meterMachine(): { read(): MachineShares } {
   const machineBefore = machineCpuTicks();
   const loadGeneratorBefore = process.cpuUsage();
   const started = performance.now();

@@ -7,7 +7,7 @@ import pg from 'pg';
 import { buildService, DIST } from '../scripts/build.ts';
 import { PASSWORD_HASH_PARAMETERS } from '../src/crypto/passwords.ts';
 import { SERVICE_NODE_OPTIONS, SERVICE_PROCESS_ENVIRONMENT } from '../src/runtime.ts';
-import { type LoadOptions, type LoadResult, runInterleaved, runLoad } from './measure.ts';
+import { type LoadOptions, type LoadResult, meterMachine, runInterleaved, runLoad } from './measure.ts';
 import { countPerfEvents } from './perf-counters.ts';
 import { type MeasuredProcess, startProcess } from './processes.ts';
 import { seedBulk } from './seed-bulk.ts';
@@ -407,13 +407,17 @@ const BACKLOG_DRAIN_MS = 5_000;
 /**
  * Verifies per second of the same parameters, two (one per core) in flight, in this process while
  * the service is idle, just before and just after the run it is compared with (the machine's speed
- * drifts: bracketedRawRate). Prints it with the CPU time (this process, all threads) one verify takes.
+ * drifts: bracketedRawRate). Prints it with the CPU time (this process, all threads) one verify takes
+ * and the share of the machine left idle: a core is idle between a verify's end and the next one's
+ * start, while this thread hands the next one over, in this loop as in the service
+ * (docs/performance.md, twenty-third round).
  */
 async function measureRawArgon2Rate(): Promise<number> {
   const stored = await hash(ADMIN.password, PASSWORD_HASH_PARAMETERS);
   const inFlight = availableParallelism();
   const until = Date.now() + durationSeconds * 1000;
   const cpuBefore = process.cpuUsage();
+  const machine = meterMachine();
   let count = 0;
   await Promise.all(
     Array.from({ length: inFlight }, async () => {
@@ -424,10 +428,11 @@ async function measureRawArgon2Rate(): Promise<number> {
     }),
   );
   const cpu = process.cpuUsage(cpuBefore);
+  const { machineIdleShare } = machine.read();
   const rate = Math.round(count / durationSeconds);
   console.log(
     `Raw Argon2id verify rate (same parameters, ${inFlight} in flight): ${rate}/s, ` +
-      `${Math.round((cpu.user + cpu.system) / count)} µs of CPU per verify`,
+      `${Math.round((cpu.user + cpu.system) / count)} µs of CPU per verify, machine idle ${Math.round(machineIdleShare * 100)} %`,
   );
   return rate;
 }
