@@ -3,7 +3,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { parseStat, processThreads } from '../src/threads/process-threads.ts';
 import { HTTP_THREAD_NAME } from '../src/threads/http-threads.ts';
-import { POOL_THREAD_NAME } from '../src/threads/thread-pool-priority.ts';
+import { POOL_THREAD_NAME } from '../src/threads/thread-pool.ts';
 
 /** A child process we measure: its port and a way to read its peak resident memory. */
 export interface MeasuredProcess {

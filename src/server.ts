@@ -11,7 +11,11 @@ import { RETENTION_PASS_INTERVAL_MS } from './jobs/retention-pass.ts';
 import { ensureBootstrapAdmin } from './modules/persons/bootstrap-admin.ts';
 import { assertNodeVersion } from './runtime.ts';
 import { type HttpThreads, startHttpThreads } from './threads/http-threads.ts';
-import { lowerThreadPoolPriority, THREAD_POOL_NICENESS_OFFSET } from './threads/thread-pool-priority.ts';
+import {
+  lowerThreadPoolPriority,
+  sizeThreadPool,
+  THREAD_POOL_NICENESS_OFFSET,
+} from './threads/thread-pool.ts';
 import { connectRedis, listenOptions, serviceLogger } from './threads/instance.ts';
 
 /**
@@ -23,14 +27,18 @@ import { connectRedis, listenOptions, serviceLogger } from './threads/instance.t
  */
 async function main(): Promise<void> {
   assertNodeVersion();
+  // Spec §Authentication 10, DECISIONS §7: one bound on the credential checks running at once, one
+  // per CPU, for the process and every thread's; libuv's pool, where they run, gets a thread for
+  // each, sized before its first use (thread-pool.ts).
+  const credentialChecksAtOnce = availableParallelism();
+  sizeThreadPool(credentialChecksAtOnce);
   const warnings: string[] = [];
   const config = loadConfig(process.env, (warning) => warnings.push(warning));
   const database = openDatabase(config.databaseUrl);
   await migrateToLatest(database.db);
   const redis = await connectRedis(config);
   const counters = redis === null ? new ProcessRateLimitCounters() : null;
-  // Spec §Authentication 10: one bound on credential checks for the process, every thread's.
-  const credentialChecks = new ConcurrencyBound(availableParallelism(), config.httpThreads);
+  const credentialChecks = new ConcurrencyBound(credentialChecksAtOnce, config.httpThreads);
   const app = await buildApp({
     config,
     database,
@@ -54,7 +62,7 @@ async function main(): Promise<void> {
   await ensureBootstrapAdmin(app.services);
   await app.services.passwords.prepareDecoy();
   // libuv started its thread pool for the decoy hash: from now on its hashes take the cores the
-  // HTTP threads leave (thread-pool-priority.ts).
+  // HTTP threads leave (thread-pool.ts).
   const poolThreads = lowerThreadPoolPriority();
   app.log.info(
     { threads: poolThreads, nicenessOffset: THREAD_POOL_NICENESS_OFFSET },

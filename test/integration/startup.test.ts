@@ -1,4 +1,5 @@
 import { readFileSync, statSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
@@ -9,7 +10,7 @@ import {
 } from '../helpers/server-process.ts';
 import { HTTP_THREAD_NAME } from '../../src/threads/http-threads.ts';
 import { processThreads } from '../../src/threads/process-threads.ts';
-import { THREAD_POOL_NICENESS_OFFSET } from '../../src/threads/thread-pool-priority.ts';
+import { POOL_THREAD_NAME, THREAD_POOL_NICENESS_OFFSET } from '../../src/threads/thread-pool.ts';
 
 /**
  * The real process, built as `npm start` builds it, started as a child process: start-up refusals
@@ -134,21 +135,30 @@ describe('a good start', () => {
   });
 
   it.runIf(process.platform === 'linux')(
-    "runs libuv's thread pool (the password hashes) below the HTTP threads",
+    "gives libuv's thread pool (the password hashes) one thread per CPU, below the HTTP threads",
     async () => {
       const started = startServer({ SERVICE_AUTH_TOKEN_SECRET: GOOD_SECRET, SERVICE_HTTP_THREADS: '2' });
       await listeningPort(started);
       const threads = processThreads(started.child.pid!);
       const main = threads.find((thread) => thread.name === 'MainThread')!;
       const httpThreads = threads.filter((thread) => thread.name === HTTP_THREAD_NAME);
-      const pool = threads.filter((thread) => thread.name === 'libuv-worker');
-      expect(pool.length).toBeGreaterThan(0);
+      const pool = threads.filter((thread) => thread.name === POOL_THREAD_NAME);
+      // DECISIONS §7: one check per CPU at once; libuv's own default would be four threads.
+      expect(pool).toHaveLength(availableParallelism());
       expect(httpThreads.length).toBeGreaterThan(0);
       const expected = Math.min(19, main.niceness + THREAD_POOL_NICENESS_OFFSET);
       expect(pool.map((thread) => thread.niceness)).toEqual(pool.map(() => expected));
       expect(httpThreads.map((thread) => thread.niceness)).toEqual(httpThreads.map(() => main.niceness));
     },
   );
+
+  it.runIf(process.platform === 'linux')("keeps the operator's UV_THREADPOOL_SIZE", async () => {
+    const size = availableParallelism() + 1;
+    const started = startServer({ SERVICE_AUTH_TOKEN_SECRET: GOOD_SECRET, UV_THREADPOOL_SIZE: String(size) });
+    await listeningPort(started);
+    const pool = processThreads(started.child.pid!).filter((thread) => thread.name === POOL_THREAD_NAME);
+    expect(pool).toHaveLength(size);
+  });
 
   it('in development without a secret, keeps a generated one beside the SQLite file and reuses it; the admin is made once', async () => {
     const first = startServer({});

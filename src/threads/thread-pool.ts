@@ -2,6 +2,30 @@ import { getPriority, setPriority } from 'node:os';
 import { processThreads } from './process-threads.ts';
 
 /**
+ * libuv's thread pool, where the password hashes run: its size, and its priority.
+ *
+ * Size: one thread per credential check that may run at once (DECISIONS §7: one per CPU), unless
+ * the operator set `UV_THREADPOOL_SIZE`. libuv's own default is four threads, whatever the machine:
+ * - with more than four CPUs, the bound let more checks start than the pool had threads, so at
+ *   most four hashes ran at once and the other cores stayed idle under a flood of sign-ins;
+ * - with two, two spare threads took turns with the busy ones, and the cores stood 5–15 % idle
+ *   between hashes, against 1 % with a pool of two (docs/performance.md, twenty-fourth round:
+ *   10–16 % more verifies per second, two in flight either way).
+ * The pool also serves DNS look-ups and file reads (the external provider's keys, the API
+ * explorer's files): under a flood of sign-ins each waits for a running hash to end, a few
+ * milliseconds, as the bound lets no more checks start than there are threads.
+ *
+ * libuv reads the variable once, when the pool starts (its first use): call this first thing.
+ */
+export function sizeThreadPool(checksAtOnce: number, env: NodeJS.ProcessEnv = process.env): void {
+  const configured = env[THREAD_POOL_SIZE_VARIABLE];
+  if (configured === undefined || configured.trim() === '')
+    env[THREAD_POOL_SIZE_VARIABLE] = String(checksAtOnce);
+}
+
+export const THREAD_POOL_SIZE_VARIABLE = 'UV_THREADPOOL_SIZE';
+
+/**
  * How much nicer than the process libuv's thread pool runs, where Argon2id runs (the HTTP threads
  * keep the process's niceness).
  *
