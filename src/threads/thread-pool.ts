@@ -8,9 +8,9 @@ import { processThreads } from './process-threads.ts';
  * the operator set `UV_THREADPOOL_SIZE`. libuv's own default is four threads, whatever the machine:
  * - with more than four CPUs, the bound let more checks start than the pool had threads, so at
  *   most four hashes ran at once and the other cores stayed idle under a flood of sign-ins;
- * - with two, two spare threads took turns with the busy ones, and the cores stood 5–15 % idle
- *   between hashes, against 1 % with a pool of two (docs/performance.md, twenty-fourth round:
- *   10–16 % more verifies per second, two in flight either way).
+ * - with two, the cores stood 5–15 % idle between hashes, against 1 % with a pool of two
+ *   (docs/performance.md, twenty-fourth round: 10–16 % more verifies per second, two in flight
+ *   either way).
  * The pool also serves DNS look-ups and file reads (the external provider's keys, the API
  * explorer's files): under a flood of sign-ins each waits for a running hash to end, a few
  * milliseconds, as the bound lets no more checks start than there are threads.
