@@ -35,8 +35,7 @@ export interface PasswordVerdict {
 /**
  * Password hashing and checking. Every check runs under one process-wide bound (spec
  * §Authentication 10) so a burst of sign-ins cannot starve the rest of the service. Email-code
- * checks (a SHA-256 each, inside their command's transaction) do not take a slot, although
- * spec §Authentication 10 and DECISIONS §7 name them too.
+ * checks take their slots here too (`runBounded`, from two-factor's `matchEmailCode`).
  */
 export class PasswordHasher {
   readonly #bound: Bound;

@@ -37,11 +37,18 @@ export class CountingPasswordHasher extends PasswordHasher {
     return super.verifyDecoy(password, stillWanted);
   }
 
-  override runBounded<T>(work: () => Promise<T>, stillWanted?: () => boolean): Promise<T> {
-    return super.runBounded(() => {
+  /** Runs once a check has run in its slot, before its caller goes on (then cleared). */
+  afterNextCheck: (() => Promise<unknown>) | null = null;
+
+  override async runBounded<T>(work: () => Promise<T>, stillWanted?: () => boolean): Promise<T> {
+    const result = await super.runBounded(() => {
       this.checksRun += 1;
       return work();
     }, stillWanted);
+    const afterCheck = this.afterNextCheck;
+    this.afterNextCheck = null;
+    await afterCheck?.();
+    return result;
   }
 
   /** Holds `count` slots of the bound until `released` settles; not counted as checks. */

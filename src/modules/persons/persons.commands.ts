@@ -330,6 +330,8 @@ export function personCommands({ passwords, events, secrets }: PersonCommandDepe
           person.id,
           input.reauthentication,
           splitTwoFactorCode(input.body.twoFactorCode),
+          // No email code to match: the own email change is refused while the email method is on.
+          null,
           context.clock.now(),
         );
         const refusal = await settleReauthentication(context, person.id, verdict);

@@ -1,3 +1,4 @@
+import type { StepContext } from '../../audit/command-runner.ts';
 import type { Config } from '../../config/config.ts';
 import type { PasswordHasher } from '../../crypto/passwords.ts';
 import { constantTimeEquals, SecretBox } from '../../crypto/secrets.ts';
@@ -53,23 +54,64 @@ export interface SecondFactorCheck {
   readonly presented: 'app' | 'email' | 'recovery' | 'none';
 }
 
-export interface LiveEmailCode {
-  readonly challengeId: string;
+/**
+ * An email code as stored: what it was issued for (`emailCodeHash`), its digest, and its expiry
+ * (the digest and expiry are null once it is spent).
+ */
+export interface StoredEmailCode {
+  readonly purpose: string;
   readonly hash: string | null;
   readonly expiresAt: IsoTime | null;
 }
 
 /**
+ * Checks a presented email code against a stored one, in a slot of the process-wide bound on
+ * credential checks, as a password is checked (spec §Authentication 10, DECISIONS §7), and so in
+ * a command's `prepare`: a check waiting for a slot must not hold the write transaction, which
+ * on SQLite would stop every other write meanwhile. Gives the stored digest the code matched, or
+ * null (not six digits, nothing stored, expired, or wrong); nothing is compared, and no slot is
+ * taken, when there is nothing to compare. The transaction spends the code only if its stored
+ * digest is still the one matched: a code spent or reissued in between proves nothing.
+ */
+export async function matchEmailCode(
+  passwords: PasswordHasher,
+  context: Pick<StepContext, 'now' | 'callerConnected'>,
+  stored: StoredEmailCode | undefined,
+  presented: string | null | undefined,
+): Promise<string | null> {
+  const digits = sixDigitCode(presented?.trim());
+  const storedHash = stored?.hash ?? null;
+  const expiresAt = stored?.expiresAt ?? null;
+  if (digits === null || stored === undefined || storedHash === null || expiresAt === null) return null;
+  if (expiresAt <= context.now) return null;
+  const matches = await passwords.runBounded(
+    // Constant-time: the comparison must not tell how much of a guess was right.
+    async () => constantTimeEquals(emailCodeHash(stored.purpose, digits), storedHash),
+    context.callerConnected,
+  );
+  return matches ? storedHash : null;
+}
+
+/** A challenge's email code as read in the transaction, with what `prepare` matched against it. */
+export interface ChallengeEmailCode {
+  readonly challengeId: string;
+  readonly expiresAt: IsoTime | null;
+  /** The stored digest the presented code matched in `prepare` (`matchEmailCode`), or null. */
+  readonly matchedHash: string | null;
+}
+
+/**
  * Checks one presented second factor of an active configuration, inside the transaction that
- * acts on it, and spends what proved it: the TOTP step (never accepted twice), the email code,
- * or the recovery code. `emailCode` is the email code the check may accept, if any.
+ * acts on it, and spends what proved it: the TOTP step (never accepted twice), the email code
+ * (matched in `prepare`, under the bound on credential checks), or the recovery code.
+ * `emailCode` is the email code the check may accept, if any.
  */
 export async function checkSecondFactor(
   tx: Tx,
   secrets: SecretBox,
   config: TwoFactorConfigRow,
   presented: PresentedSecondFactor,
-  emailCode: LiveEmailCode | undefined,
+  emailCode: ChallengeEmailCode | undefined,
   now: Date,
 ): Promise<SecondFactorCheck> {
   const code = presented.code?.trim() ?? '';
@@ -84,18 +126,12 @@ export async function checkSecondFactor(
     if (
       digits !== null &&
       config.email_enabled === 1 &&
-      emailCode?.hash != null &&
+      emailCode?.matchedHash != null &&
       emailCode.expiresAt !== null &&
-      emailCode.expiresAt > now.toISOString()
+      emailCode.expiresAt > now.toISOString() &&
+      (await spendChallengeEmailCode(tx, emailCode.challengeId, emailCode.matchedHash))
     ) {
-      const presentedHash = emailCodeHash(challengeCodePurpose(emailCode.challengeId), digits);
-      // Constant-time: the comparison must not tell how much of a guess was right.
-      if (
-        constantTimeEquals(presentedHash, emailCode.hash) &&
-        (await spendChallengeEmailCode(tx, emailCode.challengeId, emailCode.hash))
-      ) {
-        return { proven: true, presented: 'email' };
-      }
+      return { proven: true, presented: 'email' };
     }
     return { proven: false, presented: config.app_enabled === 1 ? 'app' : 'email' };
   }
@@ -108,12 +144,48 @@ export async function checkSecondFactor(
   return { proven: false, presented: 'none' };
 }
 
+/** The person's live challenge email code, and whether the presented code matched it (`prepare`). */
+export interface LiveEmailCodeMatch {
+  readonly challengeId: string;
+  readonly matchedHash: string | null;
+}
+
+/**
+ * The `prepare` half of `reauthenticateSecondFactor`: the presented code checked against the
+ * person's latest unspent challenge email code, under the bound on credential checks. Null when
+ * no email code can count: the password did not pass (a failed check spends nothing), two-factor
+ * is not active with the email method, no code is live, or none was presented.
+ */
+export async function matchReauthenticationEmailCode(
+  passwords: PasswordHasher,
+  context: Pick<StepContext, 'db' | 'now' | 'callerConnected'>,
+  personId: string,
+  passwordVerdict: ReauthenticationVerdict,
+  presented: PresentedSecondFactor,
+): Promise<LiveEmailCodeMatch | null> {
+  if (passwordVerdict !== 'passed' || sixDigitCode(presented.code?.trim()) === null) return null;
+  const config = await findTwoFactorConfig(context.db, personId);
+  if (config?.status !== 'active' || config.email_enabled !== 1) return null;
+  const live = await findLiveChallengeEmailCode(context.db, personId, context.now);
+  if (live === undefined) return null;
+  const stored = {
+    purpose: challengeCodePurpose(live.id),
+    hash: live.email_code_hash,
+    expiresAt: live.email_code_expires_at,
+  };
+  return {
+    challengeId: live.id,
+    matchedHash: await matchEmailCode(passwords, context, stored, presented.code),
+  };
+}
+
 /**
  * The second factor of a re-authentication under a bearer token (own email change, 2fa/disable,
  * recovery-codes/regenerate), settled after the password: a failed or paused password check
  * spends nothing; without active two-factor there is nothing more to prove. An email code is
  * accepted when it is the person's latest one mailed for a challenge and still unspent and
- * unexpired; nothing else mails a code to a signed-in person.
+ * unexpired (matched in `prepare`: `emailCodeMatch`); nothing else mails a code to a signed-in
+ * person.
  */
 export async function reauthenticateSecondFactor(
   tx: Tx,
@@ -121,6 +193,7 @@ export async function reauthenticateSecondFactor(
   personId: string,
   passwordVerdict: ReauthenticationVerdict,
   presented: PresentedSecondFactor,
+  emailCodeMatch: LiveEmailCodeMatch | null,
   now: Date,
 ): Promise<ReauthenticationVerdict> {
   if (passwordVerdict !== 'passed') return passwordVerdict;
@@ -131,7 +204,12 @@ export async function reauthenticateSecondFactor(
   const emailCode =
     live === undefined
       ? undefined
-      : { challengeId: live.id, hash: live.email_code_hash, expiresAt: live.email_code_expires_at };
+      : {
+          challengeId: live.id,
+          expiresAt: live.email_code_expires_at,
+          // A code matched against a challenge that is no longer the latest proves nothing.
+          matchedHash: emailCodeMatch?.challengeId === live.id ? emailCodeMatch.matchedHash : null,
+        };
   const check = await checkSecondFactor(tx, secrets, config, presented, emailCode, now);
   return check.proven ? 'passed' : 'failed';
 }

@@ -1,5 +1,5 @@
 import { defineCommand, type ExecuteContext, type StepContext } from '../../audit/command-runner.ts';
-import { constantTimeEquals, newSecurityStamp } from '../../crypto/secrets.ts';
+import { newSecurityStamp } from '../../crypto/secrets.ts';
 import { matchingTotpStep, newTotpSecret, totpUri } from '../../crypto/totp.ts';
 import type { DbOrTx, PersonRow, TwoFactorConfigRow, Tx } from '../../db/database.ts';
 import { twoFactorCodeMail } from '../../email/templates.ts';
@@ -18,6 +18,9 @@ import { findPerson, updatePerson } from '../persons/persons.repository.ts';
 import {
   challengeCodePurpose,
   checkSecondFactor,
+  type LiveEmailCodeMatch,
+  matchEmailCode,
+  matchReauthenticationEmailCode,
   reauthenticateSecondFactor,
   type TwoFactorDependencies,
 } from './second-factor.ts';
@@ -187,10 +190,17 @@ export function twoFactorCommands(dependencies: TwoFactorDependencies) {
     },
   });
 
-  /** Whether every method chosen at enable is proven by the presented codes (nothing spent). */
+  type PreparedConfirm = CallerInput<ConfirmTwoFactorBody> & { readonly emailCodeMatch: string | null };
+
+  /**
+   * Whether every method chosen at enable is proven by the presented codes (nothing spent). The
+   * email code was matched in `prepare` (`emailCodeMatch`), under the bound on credential checks;
+   * it counts only if the setup read here still holds that code.
+   */
   function setupProof(
     setup: TwoFactorConfigRow,
     body: ConfirmTwoFactorBody,
+    emailCodeMatch: string | null,
     now: Date,
   ): { readonly proven: boolean; readonly step: number | null } {
     let step: number | null = null;
@@ -202,17 +212,11 @@ export function twoFactorCommands(dependencies: TwoFactorDependencies) {
       if (step === null) return { proven: false, step };
     }
     if (setup.email_enabled === 1) {
-      const code = (body.emailCode ?? '').replace(/\s+/g, '');
       const valid =
-        /^\d{6}$/.test(code) &&
-        setup.setup_email_code_hash !== null &&
+        emailCodeMatch !== null &&
+        setup.setup_email_code_hash === emailCodeMatch &&
         setup.setup_email_code_expires_at !== null &&
-        setup.setup_email_code_expires_at > now.toISOString() &&
-        // Constant-time: the comparison must not tell how much of a guess was right.
-        constantTimeEquals(
-          emailCodeHash(setupCodePurpose(setup.person_id), code),
-          setup.setup_email_code_hash,
-        );
+        setup.setup_email_code_expires_at > now.toISOString();
       if (!valid) return { proven: false, step };
     }
     return { proven: true, step };
@@ -224,7 +228,21 @@ export function twoFactorCommands(dependencies: TwoFactorDependencies) {
    */
   const confirm = defineCommand({
     name: 'ConfirmTwoFactorCommand',
-    async execute(context, input: CallerInput<ConfirmTwoFactorBody>) {
+    async prepare(context: StepContext, input: CallerInput<ConfirmTwoFactorBody>): Promise<PreparedConfirm> {
+      const setup =
+        input.caller.kind === 'person' ? await findTwoFactorConfig(context.db, input.caller.id) : undefined;
+      if (setup?.status !== 'pending' || setup.email_enabled !== 1) return { ...input, emailCodeMatch: null };
+      const stored = {
+        purpose: setupCodePurpose(setup.person_id),
+        hash: setup.setup_email_code_hash,
+        expiresAt: setup.setup_email_code_expires_at,
+      };
+      return {
+        ...input,
+        emailCodeMatch: await matchEmailCode(passwords, context, stored, input.body.emailCode),
+      };
+    },
+    async execute(context: ExecuteContext, input: PreparedConfirm) {
       const { tx, now } = context;
       context.setTarget(input.caller.id);
       if (input.caller.kind !== 'person') throw new Refusal(NO_SETUP);
@@ -233,7 +251,7 @@ export function twoFactorCommands(dependencies: TwoFactorDependencies) {
       const paused = await isReauthenticationPaused(tx, setup.person_id, now);
       const proof = paused
         ? { proven: false, step: null }
-        : setupProof(setup, input.body, context.clock.now());
+        : setupProof(setup, input.body, input.emailCodeMatch, context.clock.now());
       const refusal = await settleReauthentication(
         context,
         setup.person_id,
@@ -252,11 +270,13 @@ export function twoFactorCommands(dependencies: TwoFactorDependencies) {
   type PreparedReauthentication = CallerInput<ReauthenticateBody> & {
     readonly person: PersonRow;
     readonly passwordVerdict: ReauthenticationVerdict;
+    readonly emailCodeMatch: LiveEmailCodeMatch | null;
   };
 
   /**
    * The credential of disable and regenerate: the password (checked outside the transaction,
-   * where slow hashing belongs) and, while two-factor is active, a second factor.
+   * where slow hashing belongs) and, while two-factor is active, a second factor (an email code
+   * is matched here too, under the same bound; the rest is checked in the transaction).
    */
   async function preparePasswordCheck(
     context: StepContext,
@@ -272,7 +292,14 @@ export function twoFactorCommands(dependencies: TwoFactorDependencies) {
       person,
       input.body.currentPassword,
     );
-    return { ...input, person, passwordVerdict };
+    const emailCodeMatch = await matchReauthenticationEmailCode(
+      passwords,
+      context,
+      person.id,
+      passwordVerdict,
+      input.body,
+    );
+    return { ...input, person, passwordVerdict, emailCodeMatch };
   }
 
   async function settleCredential(
@@ -285,6 +312,7 @@ export function twoFactorCommands(dependencies: TwoFactorDependencies) {
       input.person.id,
       input.passwordVerdict,
       input.body,
+      input.emailCodeMatch,
       context.clock.now(),
     );
     return settleReauthentication(context, input.person.id, verdict);
@@ -329,19 +357,25 @@ export function twoFactorCommands(dependencies: TwoFactorDependencies) {
   });
 
   /** The challenge a token names, if the token is one and the challenge still outstanding. */
-  async function outstandingChallengeOf(tx: Tx, challengeToken: string, now: string) {
+  async function outstandingChallengeOf(db: DbOrTx, challengeToken: string, now: string) {
     const bearer = challengeToken === '' ? null : tokens.readBearer(challengeToken);
     if (bearer === null || bearer.kind !== 'challenge') return null;
     const { sub, cid, sst } = bearer.claims;
-    const person = await findPerson(tx, sub);
+    const person = await findPerson(db, sub);
     // A stamp replaced since the login (password reset, email change, two-factor change)
     // invalidates the challenge (spec §States).
-    if (person === undefined || person.security_stamp !== sst || !(await signInAllowed(tx, person)))
+    if (person === undefined || person.security_stamp !== sst || !(await signInAllowed(db, person)))
       return null;
-    const challenge = await findOutstandingChallenge(tx, cid, sub, now);
-    const setup = await findTwoFactorConfig(tx, sub);
+    const challenge = await findOutstandingChallenge(db, cid, sub, now);
+    const setup = await findTwoFactorConfig(db, sub);
     if (challenge === undefined || setup?.status !== 'active') return null;
     return { person, challenge, setup };
+  }
+
+  interface PreparedVerify {
+    readonly body: VerifyTwoFactorBody;
+    /** The challenge's stored email-code digest the presented code matched, or null. */
+    readonly emailCodeMatch: string | null;
   }
 
   /**
@@ -350,15 +384,31 @@ export function twoFactorCommands(dependencies: TwoFactorDependencies) {
    */
   const verify = defineCommand({
     name: 'VerifyTwoFactorCommand',
-    async execute(context, body: VerifyTwoFactorBody): Promise<SignInResult | Refusal> {
+    /** An email code is matched here, under the bound on credential checks; the rest in execute. */
+    async prepare(context: StepContext, body: VerifyTwoFactorBody): Promise<PreparedVerify> {
+      const outstanding = await outstandingChallengeOf(context.db, body.challengeToken, context.now);
+      if (outstanding === null || outstanding.setup.email_enabled !== 1)
+        return { body, emailCodeMatch: null };
+      const { person, challenge } = outstanding;
+      // While locked every code is refused unchecked (execute refuses it).
+      if (await isSecondFactorLocked(context.db, person.id, context.now))
+        return { body, emailCodeMatch: null };
+      const stored = {
+        purpose: challengeCodePurpose(challenge.id),
+        hash: challenge.email_code_hash,
+        expiresAt: challenge.email_code_expires_at,
+      };
+      return { body, emailCodeMatch: await matchEmailCode(passwords, context, stored, body.code) };
+    },
+    async execute(context: ExecuteContext, prepared: PreparedVerify): Promise<SignInResult | Refusal> {
       const { tx, now } = context;
+      const { body } = prepared;
       const outstanding = await outstandingChallengeOf(tx, body.challengeToken, now);
       if (outstanding === null) throw new Refusal(INVALID_CHALLENGE);
       const { person, challenge, setup } = outstanding;
       context.setTarget(person.id);
       // While locked every code is refused unchecked, the right one included (spec §States).
-      const lock = await findSecondFactorLock(tx, person.id);
-      if (lock?.locked_until != null && lock.locked_until > now) throw new Refusal(INVALID_CHALLENGE);
+      if (await isSecondFactorLocked(tx, person.id, now)) throw new Refusal(INVALID_CHALLENGE);
 
       const check = await checkSecondFactor(
         tx,
@@ -367,8 +417,9 @@ export function twoFactorCommands(dependencies: TwoFactorDependencies) {
         body,
         {
           challengeId: challenge.id,
-          hash: challenge.email_code_hash,
           expiresAt: challenge.email_code_expires_at,
+          // The same challenge as in prepare: both read the one the token names.
+          matchedHash: prepared.emailCodeMatch,
         },
         context.clock.now(),
       );
@@ -422,6 +473,12 @@ export function twoFactorCommands(dependencies: TwoFactorDependencies) {
   });
 
   return { enable, confirm, disable, regenerate, verify, resend };
+}
+
+/** Whether verification is locked for the person now (spec §States: the second-factor lock). */
+async function isSecondFactorLocked(db: DbOrTx, personId: string, now: string): Promise<boolean> {
+  const lock = await findSecondFactorLock(db, personId);
+  return lock?.locked_until != null && lock.locked_until > now;
 }
 
 /**
