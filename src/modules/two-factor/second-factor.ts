@@ -76,17 +76,15 @@ export interface StoredEmailCode {
 export async function matchEmailCode(
   passwords: PasswordHasher,
   context: Pick<StepContext, 'now' | 'callerConnected'>,
-  stored: StoredEmailCode | undefined,
+  stored: StoredEmailCode,
   presented: string | null | undefined,
 ): Promise<string | null> {
-  const digits = sixDigitCode(presented?.trim());
-  const storedHash = stored?.hash ?? null;
-  const expiresAt = stored?.expiresAt ?? null;
-  if (digits === null || stored === undefined || storedHash === null || expiresAt === null) return null;
-  if (expiresAt <= context.now) return null;
+  const digits = sixDigitCode(presented);
+  const { purpose, hash: storedHash, expiresAt } = stored;
+  if (digits === null || storedHash === null || expiresAt === null || expiresAt <= context.now) return null;
   const matches = await passwords.runBounded(
     // Constant-time: the comparison must not tell how much of a guess was right.
-    async () => constantTimeEquals(emailCodeHash(stored.purpose, digits), storedHash),
+    async () => constantTimeEquals(emailCodeHash(purpose, digits), storedHash),
     context.callerConnected,
   );
   return matches ? storedHash : null;
@@ -163,7 +161,7 @@ export async function matchReauthenticationEmailCode(
   passwordVerdict: ReauthenticationVerdict,
   presented: PresentedSecondFactor,
 ): Promise<LiveEmailCodeMatch | null> {
-  if (passwordVerdict !== 'passed' || sixDigitCode(presented.code?.trim()) === null) return null;
+  if (passwordVerdict !== 'passed' || sixDigitCode(presented.code) === null) return null;
   const config = await findTwoFactorConfig(context.db, personId);
   if (config?.status !== 'active' || config.email_enabled !== 1) return null;
   const live = await findLiveChallengeEmailCode(context.db, personId, context.now);
