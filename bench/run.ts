@@ -379,7 +379,9 @@ async function measureLogin(service: MeasuredProcess, base: string) {
           `(${percentApart(pairs.at(-1)!)} % apart)`,
       );
   }
-  const { wrong, unknown, peakRssMb, rawRate } = medianBy(pairs, medianTimesApart)!;
+  const { wrong, unknown, rawRate } = medianBy(pairs, medianTimesApart)!;
+  // The highest of the runs, as for every scenario: the memory target is a ceiling.
+  const peakRssMb = Math.max(...pairs.map((pair) => pair.peakRssMb));
   // Each kind gets half of the answers, so half the raw rate is its reference.
   const halfRawRate = { ...rawRate, requestsPerSecond: rawRate.requestsPerSecond / 2 };
   record('login (wrong password, 401)', 32, wrong, peakRssMb, { reference: halfRawRate });
@@ -394,7 +396,7 @@ async function measureLogin(service: MeasuredProcess, base: string) {
 interface RefusalPair {
   readonly wrong: LoadResult;
   readonly unknown: LoadResult;
-  readonly peakRssMb: number | null;
+  readonly peakRssMb: number;
   readonly rawRate: Reference;
 }
 
