@@ -30,6 +30,7 @@ import {
   newEmailCode,
   newRecoveryCode,
   RECOVERY_CODE_COUNT,
+  sixDigitCode,
 } from './two-factor.codes.ts';
 import {
   activateConfig,
@@ -229,8 +230,10 @@ export function twoFactorCommands(dependencies: TwoFactorDependencies) {
   const confirm = defineCommand({
     name: 'ConfirmTwoFactorCommand',
     async prepare(context: StepContext, input: CallerInput<ConfirmTwoFactorBody>): Promise<PreparedConfirm> {
-      const setup =
-        input.caller.kind === 'person' ? await findTwoFactorConfig(context.db, input.caller.id) : undefined;
+      // No six digits, nothing to match: no reads, no slot.
+      if (input.caller.kind !== 'person' || sixDigitCode(input.body.emailCode) === null)
+        return { ...input, emailCodeMatch: null };
+      const setup = await findTwoFactorConfig(context.db, input.caller.id);
       if (setup?.status !== 'pending' || setup.email_enabled !== 1) return { ...input, emailCodeMatch: null };
       const stored = {
         purpose: setupCodePurpose(setup.person_id),
@@ -386,6 +389,8 @@ export function twoFactorCommands(dependencies: TwoFactorDependencies) {
     name: 'VerifyTwoFactorCommand',
     /** An email code is matched here, under the bound on credential checks; the rest in execute. */
     async prepare(context: StepContext, body: VerifyTwoFactorBody): Promise<PreparedVerify> {
+      // No six digits (a recovery code, or no code): nothing to match, so none of these reads.
+      if (sixDigitCode(body.code) === null) return { body, emailCodeMatch: null };
       const outstanding = await outstandingChallengeOf(context.db, body.challengeToken, context.now);
       if (outstanding === null || outstanding.setup.email_enabled !== 1)
         return { body, emailCodeMatch: null };
