@@ -145,7 +145,9 @@ async function main(): Promise<void> {
     const seed = await seedThroughApi(base);
     await runScenarios(service, base, seed, '');
     if (!options['skip-bulk'] && (selected('list of 25') || selected('audited write'))) {
-      console.log('\nSeeding 1,000,000 audit entries, 100,000 persons and 10,000 scopes in bulk…');
+      console.log(
+        '\nSeeding 1,000,000 audit entries, 100,000 persons (1,000 of them owning the scopes) and 10,000 scopes in bulk…',
+      );
       const started = Date.now();
       await seedBulk(databaseUrl);
       console.log(`…done in ${Math.round((Date.now() - started) / 1000)} s`);

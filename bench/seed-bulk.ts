@@ -2,11 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { hashSync } from '@node-rs/argon2';
 import { PASSWORD_HASH_PARAMETERS } from '../src/crypto/passwords.ts';
+import { Role } from '../src/db/database.ts';
 import { openDatabase } from '../src/db/open-database.ts';
 
 const SCOPES = 10_000;
 const PERSONS = 100_000;
 const AUDIT_ENTRIES = 1_000_000;
+/** Of the persons, this many are Scope Admins, each owning SCOPES / SCOPE_ADMINS scopes. */
+const SCOPE_ADMINS = 1_000;
 const BATCH = 500;
 
 /**
@@ -42,17 +45,23 @@ export async function seedBulk(databaseUrl: string): Promise<void> {
       });
       await db.insertInto('scopes').values(rows).execute();
     }
+    // Every scope has an owner, as one made through the API has: a page of scopes reads its
+    // owners, and a page of ownerless scopes would measure a cheaper list than real ones.
+    const scopeAdminIds: string[] = [];
     for (let start = 0; start < PERSONS; start += BATCH) {
       const rows = Array.from({ length: Math.min(BATCH, PERSONS - start) }, (_, offset) => {
         const index = start + offset;
-        const email = `bulk-user-${index}@example.test`;
+        const scopeAdmin = index < SCOPE_ADMINS;
+        const email = scopeAdmin ? `bulk-admin-${index}@example.test` : `bulk-user-${index}@example.test`;
+        const id = randomUUID();
+        if (scopeAdmin) scopeAdminIds.push(id);
         return {
-          id: randomUUID(),
-          name: `Bulk User ${index}`,
+          id,
+          name: scopeAdmin ? `Bulk Scope Admin ${index}` : `Bulk User ${index}`,
           email,
           email_normalized: email,
-          role: 3 as const,
-          scope_id: scopeIds[index % scopeIds.length]!,
+          role: scopeAdmin ? Role.ScopeAdmin : Role.User,
+          scope_id: scopeAdmin ? null : scopeIds[index % scopeIds.length]!,
           password_hash: passwordHash,
           security_stamp: randomUUID(),
           email_verified: 1 as const,
@@ -61,6 +70,14 @@ export async function seedBulk(databaseUrl: string): Promise<void> {
         };
       });
       await db.insertInto('persons').values(rows).execute();
+    }
+    for (let start = 0; start < SCOPES; start += BATCH) {
+      const rows = scopeIds.slice(start, start + BATCH).map((scopeId, offset) => ({
+        scope_id: scopeId,
+        person_id: scopeAdminIds[(start + offset) % scopeAdminIds.length]!,
+        created_at: iso(start + offset),
+      }));
+      await db.insertInto('scope_owners').values(rows).execute();
     }
     const actions = ['CreateScopeCommand', 'LoginCommand', 'UpdateScopeCommand', 'DeleteScopeCommand'];
     for (let start = 0; start < AUDIT_ENTRIES; start += BATCH) {
