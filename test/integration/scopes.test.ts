@@ -78,6 +78,26 @@ for (const dialect of DIALECTS) {
         expect(entry).toMatchObject({ actor_id: admin.id, succeeded: 1, failure_reason: null });
       });
 
+      it('answers the owners in the order a read of the scope lists them', async () => {
+        // The answer is built from what the command wrote, not read back: it must match a read.
+        const owners = [admin, ...(await Promise.all([1, 2, 3].map(() => createScopeAdmin(test))))];
+        const given = owners.map((owner) => owner.id).toSorted().toReversed();
+        const created = await test.request({
+          method: 'POST',
+          url: '/api/scopes',
+          token: admin.token,
+          body: { name: 'Owner order', ownerIds: [...given, given[0]!.toUpperCase()] },
+        });
+        expect(created.status).toBe(200);
+        const read = await test.request({
+          method: 'GET',
+          url: `/api/scopes/${created.body.data.id}`,
+          token: admin.token,
+        });
+        expect(read.body.data.ownerIds).toHaveLength(owners.length);
+        expect(created.body.data).toEqual(read.body.data);
+      });
+
       it('refuses a duplicate live name, case-insensitively, with 409 and writes nothing', async () => {
         await createScope(test, [admin.id], { name: 'Duplicate Name' });
         const before = await scopeCount();

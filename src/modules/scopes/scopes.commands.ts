@@ -15,6 +15,7 @@ import {
   insertScope,
   isScopeNameTaken,
   markScopeContentsDeleted,
+  type ScopeWithOwners,
   updateScopeRow,
 } from './scopes.repository.ts';
 import type { CreateScopeBody, EmailLinksBody, UpdateScopeBody } from './scopes.schemas.ts';
@@ -32,7 +33,7 @@ async function withUniqueName<T>(write: () => Promise<T>): Promise<T> {
 
 export const createScope = defineCommand({
   name: 'CreateScopeCommand',
-  async execute(context, body: CreateScopeBody): Promise<ScopeRow | Refusal> {
+  async execute(context, body: CreateScopeBody): Promise<ScopeWithOwners | Refusal> {
     const { tx, now } = context;
     const ownerIds = [...new Set(body.ownerIds)];
     for (const ownerId of ownerIds) {
@@ -59,7 +60,9 @@ export const createScope = defineCommand({
     };
     await withUniqueName(() => insertScope(tx, row));
     for (const ownerId of ownerIds) await addOwnership(tx, id, ownerId, now);
-    return row;
+    // The owners as a read lists them (ownerIdsOf: by when they became owners, then by id), so
+    // the answer needs no read after the commit: here all became owners at the same moment.
+    return { row, ownerIds: ownerIds.toSorted() };
   },
 });
 

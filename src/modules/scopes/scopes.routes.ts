@@ -11,7 +11,7 @@ import {
   setSelfRegistration,
   updateScope,
 } from './scopes.commands.ts';
-import { getScopeFor, listScopesFor, presentScope } from './scopes.queries.ts';
+import { getScopeFor, listScopesFor, presentScope, toScope } from './scopes.queries.ts';
 import {
   CreateScopeBody,
   DeleteOutput,
@@ -44,8 +44,8 @@ export function scopeRoutes(app: App, { commands, db }: Services): void {
       },
     },
     async (request) => {
-      const row = await commands.run(createScope, request.body, callerOf(request));
-      return ok(await presentScope(db, row), 'Scope created successfully.');
+      const { row, ownerIds } = await commands.run(createScope, request.body, callerOf(request));
+      return ok(toScope(row, ownerIds), 'Scope created successfully.');
     },
   );
 
