@@ -81,7 +81,10 @@ for (const dialect of DIALECTS) {
       it('answers the owners in the order a read of the scope lists them', async () => {
         // The answer is built from what the command wrote, not read back: it must match a read.
         const owners = [admin, ...(await Promise.all([1, 2, 3].map(() => createScopeAdmin(test))))];
-        const given = owners.map((owner) => owner.id).toSorted().toReversed();
+        const given = owners
+          .map((owner) => owner.id)
+          .toSorted()
+          .toReversed();
         const created = await test.request({
           method: 'POST',
           url: '/api/scopes',
