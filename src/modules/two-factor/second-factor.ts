@@ -4,7 +4,7 @@ import type { PasswordHasher } from '../../crypto/passwords.ts';
 import { constantTimeEquals, SecretBox } from '../../crypto/secrets.ts';
 import type { TokenService } from '../../crypto/tokens.ts';
 import { matchingTotpStep } from '../../crypto/totp.ts';
-import type { IsoTime, TwoFactorConfigRow, Tx } from '../../db/database.ts';
+import type { IsoTime, TwoFactorChallengeRow, TwoFactorConfigRow, Tx } from '../../db/database.ts';
 import type { Mailer } from '../../email/mailer.ts';
 import type { Services } from '../../services.ts';
 import { isReauthenticationPaused, type ReauthenticationVerdict } from '../auth/reauthentication.ts';
@@ -62,6 +62,17 @@ export interface StoredEmailCode {
   readonly purpose: string;
   readonly hash: string | null;
   readonly expiresAt: IsoTime | null;
+}
+
+/** A challenge's email code as stored, with the purpose it was issued for. */
+export function storedChallengeEmailCode(
+  challenge: Pick<TwoFactorChallengeRow, 'id' | 'email_code_hash' | 'email_code_expires_at'>,
+): StoredEmailCode {
+  return {
+    purpose: challengeCodePurpose(challenge.id),
+    hash: challenge.email_code_hash,
+    expiresAt: challenge.email_code_expires_at,
+  };
 }
 
 /**
@@ -166,14 +177,9 @@ export async function matchReauthenticationEmailCode(
   if (config?.status !== 'active' || config.email_enabled !== 1) return null;
   const live = await findLiveChallengeEmailCode(context.db, personId, context.now);
   if (live === undefined) return null;
-  const stored = {
-    purpose: challengeCodePurpose(live.id),
-    hash: live.email_code_hash,
-    expiresAt: live.email_code_expires_at,
-  };
   return {
     challengeId: live.id,
-    matchedHash: await matchEmailCode(passwords, context, stored, presented.code),
+    matchedHash: await matchEmailCode(passwords, context, storedChallengeEmailCode(live), presented.code),
   };
 }
 

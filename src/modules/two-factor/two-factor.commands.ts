@@ -22,6 +22,7 @@ import {
   matchEmailCode,
   matchReauthenticationEmailCode,
   reauthenticateSecondFactor,
+  storedChallengeEmailCode,
   type TwoFactorDependencies,
 } from './second-factor.ts';
 import {
@@ -398,11 +399,7 @@ export function twoFactorCommands(dependencies: TwoFactorDependencies) {
       // While locked every code is refused unchecked (execute refuses it).
       if (await isSecondFactorLocked(context.db, person.id, context.now))
         return { body, emailCodeMatch: null };
-      const stored = {
-        purpose: challengeCodePurpose(challenge.id),
-        hash: challenge.email_code_hash,
-        expiresAt: challenge.email_code_expires_at,
-      };
+      const stored = storedChallengeEmailCode(challenge);
       return { body, emailCodeMatch: await matchEmailCode(passwords, context, stored, body.code) };
     },
     async execute(context: ExecuteContext, prepared: PreparedVerify): Promise<SignInResult | Refusal> {
