@@ -14,8 +14,9 @@ import {
 import { OwnSchemaPostgresDialect } from './postgres-introspector.ts';
 import { allowDirectReads } from './prepared-query.ts';
 import { PortcullisSqliteDialect, SQLITE_BUSY_TIMEOUT_MS } from './sqlite-dialect.ts';
-import { ThreadWriteLock } from './thread-write-lock.ts';
+import { withReadSnapshots } from './sqlite-read-snapshots.ts';
 import { withStatementCache } from './sqlite-statement-cache.ts';
+import { ThreadWriteLock } from './thread-write-lock.ts';
 import {
   type BatchConnection,
   groupCommit,
@@ -101,13 +102,13 @@ function openSqlite(url: string, options: OpenDatabaseOptions): DatabaseHandle {
           database.pragma(`wal_autocheckpoint = ${DEFAULT_AUTOCHECKPOINT_PAGES}`),
         );
   if (file !== null) database.pragma(`wal_autocheckpoint = ${MAIN_CONNECTION_AUTOCHECKPOINT_PAGES}`);
-  const statements = withStatementCache(database);
+  const statements = withReadSnapshots(database, withStatementCache(database));
   const writeLock = file === null ? null : new ThreadWriteLock(options.sqliteWriteLock ?? undefined);
   const db = new Kysely<Database>({
     dialect: new PortcullisSqliteDialect({ database: statements }, writeLock),
   });
   allowDirectReads(db, {
-    idle: () => database.open && !database.inTransaction,
+    idle: () => statements.readsMayRun(),
     all: (sql, parameters) => statements.prepare(sql).all(parameters),
   });
   return {

@@ -3,7 +3,7 @@ import type { DbOrTx } from './database.ts';
 
 /** Synchronous reads straight on a SQLite connection, when no transaction holds it. */
 export interface DirectReader {
-  /** False while a transaction is open on the connection: reads then queue behind it. */
+  /** False while a command's transaction is open on the connection: reads then queue behind it. */
   idle(): boolean;
   all(sql: string, parameters: readonly unknown[]): unknown[];
 }
@@ -24,8 +24,9 @@ const directTransactions = new WeakMap<object, DirectTransaction>();
 /**
  * SQLite only: lets the prepared reads below skip Kysely's connection queue when the single
  * connection is idle. better-sqlite3 runs a statement synchronously, so a read made while no
- * transaction is open sees exactly the committed state, as if it had waited its turn; while a
- * transaction is open the read takes the ordinary queue, so it never sees uncommitted work.
+ * command's transaction is open sees exactly the committed state, as if it had waited its turn
+ * (a read snapshot of the turn, sqlite-read-snapshots.ts, holds only committed state); while one
+ * is open the read takes the ordinary queue, so it never sees uncommitted work.
  */
 export function allowDirectReads(db: object, reader: DirectReader): void {
   directReaders.set(db, reader);
