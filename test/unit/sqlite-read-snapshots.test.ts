@@ -32,7 +32,7 @@ describe('SQLite read snapshots', () => {
     handle = openDatabase(url, { sqliteCheckpointer: false });
     await sql`create table items (name text not null)`.execute(handle.db);
     other = new BetterSqlite3(join(directory, 'identity.db'));
-    // The snapshot of the turn that created the table ends before the tests' first read.
+    // Each test starts on a turn of its own, with no snapshot open from the set-up.
     await nextTurn();
   });
   afterEach(async () => {
