@@ -268,13 +268,17 @@ export async function insertPerson(tx: Tx, row: NewPerson): Promise<void> {
   await tx.insertInto('persons').values(row).execute();
 }
 
-/** One person; logically deleted ones only when asked for. */
-const selectLivePerson = preparedQuery(1, (db, id: string) =>
-  db.selectFrom('persons').selectAll().where('id', '=', id).where('deleted_at', 'is', null),
-);
-const selectPersonIncludingDeleted = preparedQuery(1, (db, id: string) =>
-  db.selectFrom('persons').selectAll().where('id', '=', id),
-);
+/** One person; logically deleted ones only when asked for (a prepared query per shape). */
+const personById = (includeDeleted: boolean) =>
+  preparedQuery(1, (db, id: string) =>
+    db
+      .selectFrom('persons')
+      .selectAll()
+      .where('id', '=', id)
+      .$if(!includeDeleted, (query) => query.where('deleted_at', 'is', null)),
+  );
+const selectLivePerson = personById(false);
+const selectPersonIncludingDeleted = personById(true);
 
 export async function findPerson(
   db: DbOrTx,
