@@ -25,6 +25,7 @@ describe('SQLite read snapshots', () => {
   let handle: DatabaseHandle;
   let other: BetterSqlite3.Database;
   const insertElsewhere = () => other.prepare(`insert into items (name) values ('elsewhere')`).run();
+  const countElsewhere = () => other.prepare('select count(*) as count from items').get();
 
   beforeEach(async () => {
     directory = mkdtempSync(join(tmpdir(), 'portcullis-read-snapshots-'));
@@ -59,7 +60,7 @@ describe('SQLite read snapshots', () => {
     expect(await count(handle)).toEqual({ count: 0 });
     await sql`insert into items (name) values ('here')`.execute(handle.db);
     // Had the insert joined the read transaction, it would wait uncommitted for the turn's end.
-    expect(other.prepare('select count(*) as count from items').get()).toEqual({ count: 1 });
+    expect(countElsewhere()).toEqual({ count: 1 });
   });
 
   it('a command’s transaction begun in the same turn as a read takes the write lock and commits', async () => {
@@ -69,7 +70,7 @@ describe('SQLite read snapshots', () => {
     await handle.db.transaction().execute(async (tx) => {
       await sql`insert into items (name) values ('in a transaction')`.execute(tx);
     });
-    expect(other.prepare('select count(*) as count from items').get()).toEqual({ count: 1 });
+    expect(countElsewhere()).toEqual({ count: 1 });
     expect(await count(handle)).toEqual({ count: 1 });
   });
 
