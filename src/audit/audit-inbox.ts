@@ -35,6 +35,8 @@ export class AuditInbox {
   /** Rows this thread appended since its last move. */
   #appended = 0;
   #timer: NodeJS.Timeout | null = null;
+  /** The last background move failed: its rows are still in the inbox, to be moved later. */
+  #lastMoveFailed = false;
   /** The move running in the background, if any: closing waits for it. */
   #moving: Promise<void> | null = null;
   #closed = false;
@@ -64,6 +66,7 @@ export class AuditInbox {
     this.#cancelTimer();
     this.#appended = 0;
     await this.#writes.run(moveAuditInbox);
+    this.#lastMoveFailed = false;
   }
 
   /**
@@ -77,11 +80,13 @@ export class AuditInbox {
   }
 
   /**
-   * Moves at once when this thread has appended enough rows, else arms the timer for them. While
-   * a move runs, nothing: its end schedules the rows appended meanwhile.
+   * Moves at once when this thread has appended enough rows, else arms the timer for them (or,
+   * after a failed move, for the rows it left). While a move runs, nothing: its end schedules
+   * the rows appended meanwhile.
    */
   #schedule(): void {
-    if (this.#closed || this.#moving !== null || this.#appended === 0) return;
+    if (this.#closed || this.#moving !== null) return;
+    if (this.#appended === 0 && !this.#lastMoveFailed) return;
     if (this.#appended >= this.#moveRows) {
       this.#moveInBackground();
       return;
@@ -98,8 +103,11 @@ export class AuditInbox {
   #moveInBackground(): void {
     this.#moving = this.settle()
       .catch((error: unknown) => {
-        // The rows stay in the inbox, committed; the next move or reader takes them.
-        this.#log.error({ err: error }, 'could not move the audit inbox');
+        // The rows stay in the inbox, committed. The timer tries again even if no row comes
+        // meanwhile (a thread that appends nothing more would otherwise leave them there until a
+        // reader came); a timer, not at once, so a failing database is not asked in a loop.
+        this.#lastMoveFailed = true;
+        this.#log.error({ err: error }, 'could not move the audit inbox; trying again shortly');
       })
       .finally(() => {
         this.#moving = null;

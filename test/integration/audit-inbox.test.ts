@@ -175,6 +175,30 @@ for (const dialect of DIALECTS) {
         await inbox.close();
       });
 
+      it('moves the rows of a failed move again later, with no new row to prompt it', async () => {
+        // The app's own inbox is settled first, so no timer of its moves this test's row.
+        await test.services.auditInbox.settle();
+        const inbox = ownInbox({ moveRows: 1_000, moveDelayMs: 50 });
+        const action = `InboxRetry${newId().replaceAll('-', '')}`;
+        // The trail refuses this action's rows for a while, as a full disk would refuse them all.
+        const refusal = `refuse_${action}`;
+        await sql
+          .raw(
+            `create temp trigger ${refusal} before insert on audit_entries when new.action = '${action}' ` +
+              `begin select raise(abort, 'refused by the test'); end`,
+          )
+          .execute(test.services.db);
+        await appendOne(action);
+        inbox.appended();
+        // The move the timer starts fails, and the row stays in the inbox.
+        await new Promise((resolve) => setTimeout(resolve, 250));
+        expect(await idsIn('audit_inbox', action)).toHaveLength(1);
+        await sql.raw(`drop trigger ${refusal}`).execute(test.services.db);
+        expect(await waitUntil(inboxEmptyOf(action), 5_000)).toBe(true);
+        expect(await idsIn('audit_entries', action)).toHaveLength(1);
+        await inbox.close();
+      });
+
       it('moves by itself a while after a thread’s first row', async () => {
         const inbox = ownInbox({ moveRows: 1_000, moveDelayMs: 50 });
         const action = `InboxDelay${newId().replaceAll('-', '')}`;
