@@ -105,7 +105,8 @@ export class AuditInbox {
       .catch((error: unknown) => {
         // The rows stay in the inbox, committed. The timer tries again even if no row comes
         // meanwhile (a thread that appends nothing more would otherwise leave them there until a
-        // reader came); a timer, not at once, so a failing database is not asked in a loop.
+        // reader came). By the timer rather than at once, so a failing database is not asked in
+        // a loop.
         this.#lastMoveFailed = true;
         this.#log.error({ err: error }, 'could not move the audit inbox; trying again shortly');
       })
