@@ -124,7 +124,7 @@ const roundToHundredths = (value: number) => Math.round(value * 100) / 100;
  * at once, and meets an empty queue, so the first kind's opening requests waited for fewer
  * requests ahead of them than any later request of either kind did. Where requests queue (the
  * sign-ins: 32 connections, one check per core) that made the first kind look faster: on a
- * machine with 14 ms hashes, 249.94 against 263.69 ms in median (docs/performance.md,
+ * machine with 14 ms hashes, 249.94 against 263.69 ms in median (docs/performance-history.md,
  * twenty-fifth round).
  */
 export async function runInterleaved(options: LoadOptions, bodies: readonly string[]): Promise<LoadResult[]> {

@@ -4,7 +4,8 @@ import { build, stop } from 'esbuild';
 
 /**
  * Bundles the service for `npm start`: each thread's entry and everything it imports, the
- * dependencies included, becomes one JavaScript file in dist/ (docs/performance.md, tenth round).
+ * dependencies included, becomes one JavaScript file in dist/ (docs/performance-history.md, tenth
+ * round).
  *
  * Why: a thread that loads the service as separate modules keeps every module's own records and
  * source in its heap: about a thousand files, TypeBox alone 684. Bundled, a thread's heap is about
@@ -70,9 +71,9 @@ export async function buildService(outdir: string = DIST): Promise<void> {
     banner: { js: REQUIRE_FOR_COMMONJS },
     // Not minified: stack traces keep readable names and lines. Names are not pinned with
     // `keepNames`: it wraps every function and class in a call that sets its name, which cost
-    // about a fifth more CPU per health check (docs/performance.md, tenth round). A top-level name
-    // that two modules share gets a number appended in the bundle; nothing reads such names
-    // (jose's errors, named after their classes, are logged by their codes).
+    // about a fifth more CPU per health check (docs/performance-history.md, tenth round). A
+    // top-level name that two modules share gets a number appended in the bundle; nothing reads
+    // such names (jose's errors, named after their classes, are logged by their codes).
     minify: false,
     // Read only when Node runs with --enable-source-maps (README, deployment).
     sourcemap: 'linked',

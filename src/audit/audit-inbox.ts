@@ -17,7 +17,7 @@ export const AUDIT_INBOX_MOVE_DELAY_MS = 1000;
  * each of its six B-trees (the table, its key, four indexes), where the inbox dirties one. A
  * group commit of a few commands paid for those pages again at every commit, and read them
  * back after each commit of the other HTTP thread (measured: a secret exchange's share of log
- * writes and page reads; docs/performance.md, twenty-second round). Moved by the thousand,
+ * writes and page reads; docs/performance-history.md, twenty-second round). Moved by the thousand,
  * the indexed pages are written once per move.
  *
  * Each HTTP thread moves the inbox (all of it, whichever thread appended the rows) once it has

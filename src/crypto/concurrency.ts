@@ -49,7 +49,7 @@ export interface SharedBoundHandle {
  * return a slot; it wakes the one thread whose waiting ticket a release has just let in, and no
  * thread at all when that ticket is its own. (Asks and releases used to be messages to the main
  * thread: at about 70 sign-ins a second per thread, sending them cost the worker thread more CPU
- * than writing its answers to the socket, docs/performance.md, seventeenth round.)
+ * than writing its answers to the socket, docs/performance-history.md, seventeenth round.)
  *
  * A ticket whose waiter has given up (`busy`) keeps its place: when its slot comes, its thread
  * gives the slot straight back, which lets the next ticket in.

@@ -14,9 +14,9 @@ export interface ReadSnapshotStatements extends SqliteDatabase {
  * takes a read mark in the shared-memory index and gives it back, under locks and a mutex that
  * the HTTP threads' connections share; a list of scopes took them four times (the stamp check,
  * the count, the page, the owners), and the threads waited on each other for them
- * (docs/performance.md, twenty-sixth and twenty-seventh rounds). A request's reads come one after
- * another in the same turn, so the first read opens a transaction (`begin`: deferred, it takes
- * no write lock) and the end of the turn commits it.
+ * (docs/performance-history.md, twenty-sixth and twenty-seventh rounds). A request's reads come one
+ * after another in the same turn, so the first read opens a transaction (`begin`: deferred, it
+ * takes no write lock) and the end of the turn commits it.
  *
  * - **Nothing stale.** The transaction ends before the thread handles its next event: a
  *   `process.nextTick` queued from a microtask runs once the microtask queue has drained, and

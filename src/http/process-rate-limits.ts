@@ -11,7 +11,7 @@ import { hash, randomBytes } from 'node:crypto';
  * busy with its own requests, and cost both threads a message: under the secret-exchange
  * benchmark the other thread idled while the main one was the busier. Charged in shared memory,
  * the two are evenly busy, and answered 2–9 % more exchanges at 32 connections
- * (docs/performance.md, thirteenth round).
+ * (docs/performance-history.md, thirteenth round).
  *
  * Counting is that of @fastify/rate-limit's memory store, which this replaces: a fixed window
  * per key that starts at the key's first charge, no extension while exceeded, no back-off.
@@ -62,7 +62,7 @@ export interface SharedCounterTable {
    * Per slot: 32 more bits of its key's hash, compared before the key itself. Keys of one kind
    * share a long prefix ("authentication:ip:10.0."), so comparing texts first cost a dozen
    * code units per slot of the set, and the charge was the service's costliest function in the
-   * secret exchange by instructions (docs/performance.md, twentieth round).
+   * secret exchange by instructions (docs/performance-history.md, twentieth round).
    */
   readonly tags: Int32Array;
   /** Per slot, MAX_KEY_UNITS code units: its key. */

@@ -9,8 +9,8 @@ import { processThreads } from './process-threads.ts';
  * - with more than four CPUs, the bound let more checks start than the pool had threads, so at
  *   most four hashes ran at once and the other cores stayed idle under a flood of sign-ins;
  * - with two, the cores stood 5–15 % idle between hashes, against 1 % with a pool of two
- *   (docs/performance.md, twenty-fourth round: 10–16 % more verifies per second, two in flight
- *   either way).
+ *   (docs/performance-history.md, twenty-fourth round: 10–16 % more verifies per second, two in
+ *   flight either way).
  * The pool also serves DNS look-ups and file reads (the external provider's keys, the API
  * explorer's files): under a flood of sign-ins each waits for a running hash to end, a few
  * milliseconds, as the bound lets no more checks start than there are threads.
@@ -32,11 +32,11 @@ export const THREAD_POOL_SIZE_VARIABLE = 'UV_THREADPOOL_SIZE';
  * A password hash is 10 ms or more of one core; what the HTTP threads do for a request is far
  * shorter. At equal priority, a flood of sign-ins takes most of the cores from every other request,
  * among them the live check that consumers call on each of theirs. Below the HTTP threads, the
- * hashes take what the requests leave. Measured on 2 cores (docs/performance.md, eighth round):
- * during a sign-in flood the health check answered 1.5–1.9 times as many requests (9,300–9,500 →
- * 14,500–17,800 req/s; p99 5 → 3 ms); during a flood of health checks, sign-ins went on at half
- * their rate (69–75 → 38/s). Neither bound changes: at most one hash per core, and a wait of
- * over 10 s is a 503.
+ * hashes take what the requests leave. Measured on 2 cores (docs/performance-history.md, eighth
+ * round): during a sign-in flood the health check answered 1.5–1.9 times as many requests
+ * (9,300–9,500 → 14,500–17,800 req/s; p99 5 → 3 ms); during a flood of health checks, sign-ins went
+ * on at half their rate (69–75 → 38/s). Neither bound changes: at most one hash per core, and a
+ * wait of over 10 s is a 503.
  */
 export const THREAD_POOL_NICENESS_OFFSET = 10;
 

@@ -9,7 +9,8 @@ import type { Migration } from './migration.ts';
  * nearly all rows: the time index, filtered, finds a page of them as fast. Refusals are the
  * few worth an index. Without the outcome index an audited write dirties one index fewer per
  * commit: measured with the benchmark's `--file-io` on SQLite, 12–14 % fewer log writes per
- * secret exchange and 5–8 % fewer per scope creation (docs/performance.md, twenty-first round).
+ * secret exchange and 5–8 % fewer per scope creation (docs/performance-history.md, twenty-first
+ * round).
  */
 export const auditRefusalsIndex: Migration = {
   async up(db) {

@@ -25,7 +25,7 @@ export async function findTwoFactorConfig(
  * statement with it. On SQLite each statement opens and closes a read transaction on the
  * file's shared memory, whose lock the HTTP threads queue for: on two threads at once, two
  * statements back to back cost more than twice what one that reads both costs
- * (bench/sqlite-threads-probe.ts; docs/performance.md, eighteenth round).
+ * (bench/sqlite-threads-probe.ts; docs/performance-history.md, eighteenth round).
  */
 export const twoFactorActiveColumn = (eb: ExpressionBuilder<Database, 'persons'>) =>
   eb
