@@ -444,9 +444,10 @@ const BACKLOG_DRAIN_MS = 5_000;
  * process while the service is idle, just before and just after the run it is compared with (the
  * machine's speed drifts: bracketedRawRate): what the machine's cores can verify, with no hand-over
  * between two verifies. Prints it with the CPU time (this process, all threads) one verify takes
- * and the share of the machine left idle. Until the twenty-fourth round (docs/performance.md) the
- * loop kept two verifies in flight on this process's libuv pool of four threads, which left the
- * cores 5–15 % idle between verifies, as the service's pool of four did.
+ * and the share of the machine left idle. Until the twenty-fourth round
+ * (docs/performance-history.md) the loop kept two verifies in flight on this process's libuv pool
+ * of four threads, which left the cores 5–15 % idle between verifies, as the service's pool of
+ * four did.
  */
 async function measureRawArgon2Rate(): Promise<number> {
   const stored = await hash(ADMIN.password, PASSWORD_HASH_PARAMETERS);
