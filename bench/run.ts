@@ -77,6 +77,14 @@ interface ScenarioResult extends LoadResult {
   /** The part of it on libuv's thread pool, where Argon2id runs (login runs only). */
   readonly threadPoolCpuMicrosPerRequest: number | null;
   /**
+   * How long the service's CPU was metered, in seconds: from just before the load until its
+   * promise settled. The requests are counted over the load's nominal duration; a window much
+   * longer than it would make the CPU per request too high.
+   */
+  readonly meteredSeconds: number | null;
+  /** The service's CPU over that window, in cores: never above the machine's CPU count. */
+  readonly serviceCores: number | null;
+  /**
    * How busy each HTTP thread was during the run, as a share of one core (MainThread first).
    * A thread well under 100 % spent the rest waiting (a lock, a message, the client) or off its
    * core: autocannon runs on the same cores.
@@ -287,6 +295,7 @@ async function runScenarios(
           // The thread pool runs only the sign-ins' hashes: shown for those alone.
           spending: {
             cpuSeconds: spent.cpuSeconds,
+            meteredSeconds: spent.meteredSeconds,
             httpThreadBusy: spent.httpThreadBusy,
             instructions: spent.instructions,
             fileWrites: spent.fileWrites,
@@ -591,6 +600,7 @@ function record(
   {
     reference,
     cpuSeconds,
+    meteredSeconds,
     threadPoolCpuSeconds,
     httpThreadBusy,
     instructions,
@@ -620,6 +630,11 @@ function record(
     peakRssMb,
     cpuMicrosPerRequest: perRequest(cpuSeconds),
     threadPoolCpuMicrosPerRequest: perRequest(threadPoolCpuSeconds),
+    meteredSeconds: meteredSeconds === undefined ? null : roundToThousandths(meteredSeconds),
+    serviceCores:
+      meteredSeconds === undefined || cpuSeconds === undefined
+        ? null
+        : Math.round((cpuSeconds / meteredSeconds) * 100) / 100,
     kiloInstructionsPerRequest: countPerRequest(instructions, 1000, 1),
     fileWritesPerRequest: countPerRequest(fileWrites, 1, 2),
     fileReadsPerRequest: countPerRequest(fileReads, 1, 2),
@@ -634,6 +649,7 @@ function record(
       `ratio ${entry.ratio} (to ${describeReference(reference)})${peakRssMb === null ? '' : `  peak RSS ${peakRssMb} MB`}` +
       `${entry.cpuMicrosPerRequest === null ? '' : `  CPU ${entry.cpuMicrosPerRequest} µs/req`}` +
       `${entry.threadPoolCpuMicrosPerRequest === null ? '' : ` (thread pool: ${entry.threadPoolCpuMicrosPerRequest})`}` +
+      `${entry.serviceCores === null ? '' : `, ${entry.serviceCores} cores over ${entry.meteredSeconds} s`}` +
       `${entry.kiloInstructionsPerRequest === null ? '' : `  ${entry.kiloInstructionsPerRequest}k instructions/req`}` +
       `${entry.fileWritesPerRequest === null ? '' : `  pwrite ${entry.fileWritesPerRequest}/req`}` +
       `${entry.fileReadsPerRequest === null ? '' : `  pread ${entry.fileReadsPerRequest}/req`}` +
@@ -648,6 +664,8 @@ function record(
 interface ServiceSpending {
   /** All its threads, user and system. */
   readonly cpuSeconds: number;
+  /** The wall time over which `cpuSeconds` was read. */
+  readonly meteredSeconds: number;
   /** The part on libuv's thread pool. */
   readonly threadPoolCpuSeconds: number;
   readonly httpThreadBusy: readonly ThreadBusy[];
@@ -673,14 +691,16 @@ async function measured<T>(
   service: MeasuredProcess,
   run: () => Promise<T>,
 ): Promise<{ result: T; spent: ServiceSpending }> {
-  const cpuBefore = service.cpuSeconds();
   const threadPoolBefore = service.threadPoolCpuSeconds();
   const threadsBefore = service.httpThreadCpuSeconds();
+  // The process's CPU is read right at the window's ends, so that `meteredSeconds` is its window.
+  const cpuBefore = service.cpuSeconds();
   const started = performance.now();
   const { result, counts } =
     perfEvents.length === 0
       ? { result: await run(), counts: {} as Record<string, number | null> }
       : await countPerfEvents(service.child.pid!, perfEvents, run);
+  const cpuSeconds = service.cpuSeconds() - cpuBefore;
   const elapsedSeconds = (performance.now() - started) / 1000;
   const httpThreadBusy = [...service.httpThreadCpuSeconds()]
     .map(([id, { name, seconds }]) => ({
@@ -697,7 +717,8 @@ async function measured<T>(
   return {
     result,
     spent: {
-      cpuSeconds: service.cpuSeconds() - cpuBefore,
+      cpuSeconds,
+      meteredSeconds: elapsedSeconds,
       threadPoolCpuSeconds: service.threadPoolCpuSeconds() - threadPoolBefore,
       httpThreadBusy,
       instructions: counts[INSTRUCTIONS] ?? null,
