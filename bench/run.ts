@@ -560,7 +560,7 @@ function recordMedianRun(scenario: string, connections: number, runs: readonly M
   if (runRatios !== null)
     for (const [index, run] of runs.entries())
       console.log(
-        `  run ${index + 1} of ${runs.length}: ${run.result.requestsPerSecond} req/s, ratio ${runRatios[index]} ` +
+        `  run ${index + 1} of ${runs.length}: ${run.result.requestsPerSecond} req/s${longLoad(run.result)}, ratio ${runRatios[index]} ` +
           `(to ${describeReference(run.reference)}), p99 ${run.result.p99} ms, non-2xx ${run.result.non2xx}`,
       );
   record(scenario, connections, median.result, Math.max(...runs.map((run) => run.peakRssMb)), {
@@ -572,6 +572,10 @@ function recordMedianRun(scenario: string, connections: number, runs: readonly M
 }
 
 const roundToThousandths = (value: number) => Math.round(value * 1000) / 1000;
+
+/** " (loaded 11.01 s)" when autocannon loaded a second longer than asked (LoadResult.loadSeconds). */
+const longLoad = ({ loadSeconds }: LoadResult) =>
+  loadSeconds > durationSeconds + 0.5 ? ` (loaded ${loadSeconds} s)` : '';
 
 /** The item whose `key` is the median (for an even count, the lower middle); undefined when none. */
 function medianBy<T>(items: readonly T[], key: (item: T) => number): T | undefined {
@@ -644,7 +648,7 @@ function record(
   };
   results.push(entry);
   console.log(
-    `${scenario.padEnd(34)} c=${String(connections).padStart(3)}  ${String(result.requestsPerSecond).padStart(7)} req/s  ` +
+    `${scenario.padEnd(34)} c=${String(connections).padStart(3)}  ${String(result.requestsPerSecond).padStart(7)} req/s${longLoad(result)}  ` +
       `p50 ${result.p50} p95 ${result.p95} p99 ${result.p99} ms  non-2xx ${result.non2xx}  ` +
       `ratio ${entry.ratio} (to ${describeReference(reference)})${peakRssMb === null ? '' : `  peak RSS ${peakRssMb} MB`}` +
       `${entry.cpuMicrosPerRequest === null ? '' : `  CPU ${entry.cpuMicrosPerRequest} µs/req`}` +
