@@ -78,8 +78,7 @@ interface ScenarioResult extends LoadResult {
   readonly threadPoolCpuMicrosPerRequest: number | null;
   /**
    * How long the service's CPU was metered, in seconds: from just before the load until its
-   * promise settled. The requests are counted over the load's nominal duration; a window much
-   * longer than it would make the CPU per request too high.
+   * promise settled, a few hundredths of a second longer than `loadSeconds`.
    */
   readonly meteredSeconds: number | null;
   /** The service's CPU over that window, in cores: never above the machine's CPU count. */
