@@ -572,7 +572,7 @@ function recordMedianRun(scenario: string, connections: number, runs: readonly M
 
 const roundToThousandths = (value: number) => Math.round(value * 1000) / 1000;
 
-/** " (loaded 11.01 s)" when autocannon loaded a second longer than asked (LoadResult.loadSeconds). */
+/** " (loaded 11.01 s)" when autocannon loaded a second longer than asked (`loadSeconds`). */
 const longLoad = ({ loadSeconds }: LoadResult) =>
   loadSeconds > durationSeconds + 0.5 ? ` (loaded ${loadSeconds} s)` : '';
 
