@@ -22,15 +22,13 @@ export async function findScope(
 }
 
 export async function isLiveScope(db: DbOrTx, id: string): Promise<boolean> {
-  return (
-    (await db
-      .selectFrom('scopes')
-      .select('id')
-      .where('id', '=', id)
-      .where('deleted_at', 'is', null)
-      .executeTakeFirst()) !== undefined
-  );
+  return (await selectLiveScopeId(db, id)).length > 0;
 }
+
+// Every User's sign-in asks this: prepared (see preparedQuery), as the sign-in's other reads are.
+const selectLiveScopeId = preparedQuery(1, (db, id: string) =>
+  db.selectFrom('scopes').select('id').where('id', '=', id).where('deleted_at', 'is', null),
+);
 
 export async function isScopeOwner(db: DbOrTx, scopeId: string, personId: string): Promise<boolean> {
   const row = await db

@@ -9,6 +9,7 @@ import type {
   TwoFactorLockRow,
   Tx,
 } from '../../db/database.ts';
+import { preparedQuery } from '../../db/prepared-query.ts';
 
 /** SQL of the two-factor module (configurations, recovery codes, challenges, the lock). */
 
@@ -16,8 +17,15 @@ export async function findTwoFactorConfig(
   db: DbOrTx,
   personId: string,
 ): Promise<TwoFactorConfigRow | undefined> {
-  return db.selectFrom('two_factor_configs').selectAll().where('person_id', '=', personId).executeTakeFirst();
+  const [row] = await selectTwoFactorConfig(db, personId);
+  return row;
 }
+
+// Every password sign-in asks this inside its write transaction, whose lock the other commands
+// wait for: prepared (see preparedQuery), so it runs straight on the group commit's connection.
+const selectTwoFactorConfig = preparedQuery(1, (db, personId: string) =>
+  db.selectFrom('two_factor_configs').selectAll().where('person_id', '=', personId),
+);
 
 /**
  * Whether the outer query's person has two-factor authentication active, as a column
