@@ -21,8 +21,9 @@ export async function findTwoFactorConfig(
   return row;
 }
 
-// Every password sign-in asks this inside its write transaction, whose lock the other commands
-// wait for: prepared (see preparedQuery), so it runs straight on the group commit's connection.
+// Every sign-in with the right password asks this inside its write transaction, whose lock
+// the other commands wait for: prepared (see preparedQuery), so it runs straight on the group
+// commit's connection.
 const selectTwoFactorConfig = preparedQuery(1, (db, personId: string) =>
   db.selectFrom('two_factor_configs').selectAll().where('person_id', '=', personId),
 );
