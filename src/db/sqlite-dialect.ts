@@ -97,9 +97,11 @@ type RunOnConnection = (sql: string) => void;
  * sign-in's transaction comes after an idle gap, when that path's code has gone cold. Measured in
  * alternation after a 13 ms sleep, an empty group-commit transaction took 281–356 µs that way and
  * 237–281 µs this way (docs/performance.md, thirty-fourth round). `run`, not `all`, for the
- * pragmas too: the row they return is not needed, and better-sqlite3 rebuilds a pragma's row
- * shape on every run. Every statement is still prepared through the connection's wrapper
- * (open-database.ts), which ends a read snapshot first.
+ * pragmas too: their row is not needed, and building it is dear: better-sqlite3 compiles a row
+ * shape (`Function()`) whenever a statement has been re-prepared, which a pragma evidently is at
+ * every run (profiled, and 6 µs a warm run through `all` against 2.5 through `run`). Every
+ * statement is still prepared through the connection's wrapper (open-database.ts), which ends a
+ * read snapshot first.
  */
 function runOnConnection(statements: SqliteDatabase): RunOnConnection {
   return (sql) => {
