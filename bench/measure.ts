@@ -123,10 +123,12 @@ function machineCpuTicks(): { idle: number; total: number } {
 const roundToHundredths = (value: number) => Math.round(value * 100) / 100;
 
 /**
- * One autocannon run whose every connection sends the given bodies in turn (POST), with a
- * result per body: the kinds go over the same connections at the same moments, so a difference
- * between their timings is the service's, not the machine's or the connections' (with several
- * HTTP threads, two separate runs' connections land on the threads differently).
+ * One autocannon run whose every connection sends a body of each kind in turn (POST), with a
+ * result per kind; each kind's function makes its body afresh for every request (the wrong
+ * passwords go to many accounts). The kinds go over the same connections at the same moments,
+ * so a difference between their timings is the service's, not the machine's or the
+ * connections' (with several HTTP threads, two separate runs' connections land on the threads
+ * differently).
  *
  * The times of each connection's first round (one answer of each kind) are left out of the
  * percentiles, though counted in the throughput: every connection opens with the first body, all
@@ -136,7 +138,10 @@ const roundToHundredths = (value: number) => Math.round(value * 100) / 100;
  * machine with 14 ms hashes, 249.94 against 263.69 ms in median (docs/performance-history.md,
  * twenty-fifth round).
  */
-export async function runInterleaved(options: LoadOptions, bodies: readonly string[]): Promise<LoadResult[]> {
+export async function runInterleaved(
+  options: LoadOptions,
+  bodies: readonly (() => string)[],
+): Promise<LoadResult[]> {
   const latencies = bodies.map((): number[] => []);
   const answers = bodies.map(() => 0);
   const non2xx = bodies.map(() => 0);
@@ -151,13 +156,13 @@ export async function runInterleaved(options: LoadOptions, bodies: readonly stri
     duration: options.durationSeconds,
     requests: bodies.map((body, kind) => ({
       method: 'POST' as const,
-      body,
       onResponse: (status: number) => {
         answered = kind;
         if (status < 200 || status > 299) non2xx[kind]! += 1;
       },
       setupRequest: (request: Request): Request => ({
         ...request,
+        body: body(),
         headers: { ...headers, ...options.perRequest?.().headers },
       }),
     })),

@@ -8,11 +8,17 @@ import { hash } from '@node-rs/argon2';
 import pg from 'pg';
 import { buildService, DIST } from '../scripts/build.ts';
 import { PASSWORD_HASH_PARAMETERS } from '../src/crypto/passwords.ts';
+import { LOCKOUT_THRESHOLD } from '../src/modules/auth/login.command.ts';
 import { SERVICE_NODE_OPTIONS, SERVICE_PROCESS_ENVIRONMENT } from '../src/runtime.ts';
 import { type LoadOptions, type LoadResult, meterMachine, runInterleaved, runLoad } from './measure.ts';
 import { countPerfEvents } from './perf-counters.ts';
 import { type MeasuredProcess, startProcess } from './processes.ts';
-import { seedBulk } from './seed-bulk.ts';
+import {
+  countLockedRefusalAccounts,
+  refusalAccountEmail,
+  seedBulk,
+  seedRefusalAccounts,
+} from './seed-bulk.ts';
 
 /**
  * `npm run bench [-- --dialect postgres] [-- --duration 10] [-- --skip-bulk] [-- --runs 3]`
@@ -160,7 +166,7 @@ async function main(): Promise<void> {
       console.log(`…done in ${Math.round((Date.now() - started) / 1000)} s`);
       await runScenarios(service, base, seed, ' [bulk data]', ['list of 25', 'audited write']);
     }
-    if (selected('login')) await measureLogin(service, base);
+    if (selected('login')) await measureLogin(service, base, seed.scopeId, databaseUrl);
   } finally {
     await service.stop();
     await baseline.stop();
@@ -332,7 +338,7 @@ function resultsFile(name: string): string {
 }
 
 /** Login throughput against the raw Argon2id verify rate, and uniform timing of refusals. */
-async function measureLogin(service: MeasuredProcess, base: string) {
+async function measureLogin(service: MeasuredProcess, base: string, scopeId: string, databaseUrl: string) {
   console.log('');
   const login = (email: string, password: string, connections: number) => ({
     url: `${base}/api/auth/login`,
@@ -342,6 +348,7 @@ async function measureLogin(service: MeasuredProcess, base: string) {
     connections,
     durationSeconds,
   });
+  let fastestSignInRate = 0;
   for (const connections of CONNECTIONS) {
     await runLoad({ ...login(ADMIN.email, ADMIN.password, connections), durationSeconds: warmupSeconds });
     const runs: MeasuredRun[] = [];
@@ -356,9 +363,37 @@ async function measureLogin(service: MeasuredProcess, base: string) {
       const rawAfter = await drainedRawArgon2Rate();
       runs.push({ result, peakRssMb, reference: bracketedRawRate(rawBefore, rawAfter), spending: spent });
       rawBefore = rawAfter;
+      fastestSignInRate = Math.max(fastestSignInRate, result.requestsPerSecond);
     }
     recordMedianRun('login (correct password)', connections, runs);
   }
+  await measureRefusals(service, base, scopeId, databaseUrl, fastestSignInRate);
+}
+
+/**
+ * The median time of a wrong-password and an unknown-email refusal, measured together. Both are
+ * Users' sign-ins into the bench scope: the wrong passwords go round many seeded accounts
+ * (refusalAccountsNeeded), each of which stays unlocked, so that they time a real account's
+ * check and its count of failures, not the decoy a locked account gets.
+ */
+async function measureRefusals(
+  service: MeasuredProcess,
+  base: string,
+  scopeId: string,
+  databaseUrl: string,
+  fastestSignInRate: number,
+) {
+  const accounts = refusalAccountsNeeded(fastestSignInRate);
+  await seedRefusalAccounts(databaseUrl, scopeId, accounts);
+  let wrongPasswordsSent = 0;
+  const wrongPassword = () =>
+    JSON.stringify({
+      email: refusalAccountEmail((wrongPasswordsSent += 1) % accounts),
+      password: 'a wrong password',
+      scopeId,
+    });
+  const unknownEmail = () =>
+    JSON.stringify({ email: 'nobody-here@example.test', password: 'a wrong password', scopeId });
   // The two refusals alternate on the same 32 connections, so both see the same machine, the
   // same moments and the same HTTP threads: run one after the other, or on connections of their
   // own, drift between the runs (the lock-out's writes, GC, the other core) or the way the
@@ -366,11 +401,13 @@ async function measureLogin(service: MeasuredProcess, base: string) {
   // that the service does not make.
   // Every connection sends a wrong password first, so the run starts only once the service has
   // drained what the previous runs left in flight: a warm-up, then the pause.
-  const refusalBodies = [
-    JSON.stringify({ email: ADMIN.email, password: 'a wrong password' }),
-    JSON.stringify({ email: 'nobody-here@example.test', password: 'a wrong password' }),
-  ];
-  const refusalLoad = login(ADMIN.email, 'a wrong password', 32);
+  const refusalBodies = [wrongPassword, unknownEmail];
+  const refusalLoad = {
+    url: `${base}/api/auth/login`,
+    perRequest: () => ({ headers: distinctClientAddress() }),
+    connections: 32,
+    durationSeconds,
+  };
   await runInterleaved({ ...refusalLoad, durationSeconds: warmupSeconds }, refusalBodies);
   // With --runs N the pair is measured N times, like every other scenario, and the run whose
   // difference is the median is kept: one 10 s run is a draw on a noisy machine.
@@ -400,6 +437,24 @@ async function measureLogin(service: MeasuredProcess, base: string) {
     `Median time, wrong password vs unknown email: ${wrong.p50} ms vs ${unknown.p50} ms (${percentApart({ wrong, unknown })} % apart)` +
       (runCount > 1 ? `, the median of ${runCount} runs' differences` : ''),
   );
+  const locked = await countLockedRefusalAccounts(databaseUrl);
+  console.log(
+    `Wrong passwords: ${wrongPasswordsSent} over ${accounts} accounts` +
+      (locked === 0
+        ? ', none locked'
+        : `; ${locked} locked, so some of them timed the decoy (the sign-ins ran faster than allowed for)`),
+  );
+}
+
+/**
+ * Enough refusal accounts that none takes a 10th consecutive wrong password: the refusals' runs
+ * (warm-up and measured, each loading up to a second longer than asked) at twice the fastest
+ * sign-in rate just measured (a refusal costs one verification too, and half of them are wrong
+ * passwords: a margin of four), at most LOCKOUT_THRESHOLD − 2 wrong passwords an account.
+ */
+function refusalAccountsNeeded(fastestSignInRate: number): number {
+  const loadSeconds = warmupSeconds + 1 + runCount * (durationSeconds + 1);
+  return Math.max(100, Math.ceil((2 * fastestSignInRate * loadSeconds) / (LOCKOUT_THRESHOLD - 2)));
 }
 
 /** One measured run of the two refusals side by side. */

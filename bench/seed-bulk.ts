@@ -52,22 +52,23 @@ export async function seedBulk(databaseUrl: string): Promise<void> {
       const rows = Array.from({ length: Math.min(BATCH, PERSONS - start) }, (_, offset) => {
         const index = start + offset;
         const scopeAdmin = index < SCOPE_ADMINS;
-        const email = scopeAdmin ? `bulk-admin-${index}@example.test` : `bulk-user-${index}@example.test`;
-        const id = randomUUID();
-        if (scopeAdmin) scopeAdminIds.push(id);
-        return {
-          id,
-          name: scopeAdmin ? `Bulk Scope Admin ${index}` : `Bulk User ${index}`,
-          email,
-          email_normalized: email,
-          role: scopeAdmin ? Role.ScopeAdmin : Role.User,
-          scope_id: scopeAdmin ? null : scopeIds[index % scopeIds.length]!,
-          password_hash: passwordHash,
-          security_stamp: randomUUID(),
-          email_verified: 1 as const,
-          created_at: iso(index),
-          updated_at: iso(index),
-        };
+        const row = scopeAdmin
+          ? personRow(
+              `bulk-admin-${index}@example.test`,
+              `Bulk Scope Admin ${index}`,
+              null,
+              passwordHash,
+              iso(index),
+            )
+          : personRow(
+              `bulk-user-${index}@example.test`,
+              `Bulk User ${index}`,
+              scopeIds[index % scopeIds.length]!,
+              passwordHash,
+              iso(index),
+            );
+        if (scopeAdmin) scopeAdminIds.push(row.id);
+        return row;
       });
       await db.insertInto('persons').values(rows).execute();
     }
@@ -99,6 +100,86 @@ export async function seedBulk(databaseUrl: string): Promise<void> {
     // this; the benchmark runs at once, so it refreshes them itself rather than measure plans
     // made for nearly empty tables. (SQLite keeps no statistics unless asked, in service too.)
     if (handle.dialect === 'postgres') await sql`analyze`.execute(db);
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * A person row as the API writes one, verified and unlocked: a Scope Admin without a scope, or a
+ * User of `scopeId`.
+ */
+function personRow(
+  email: string,
+  name: string,
+  scopeId: string | null,
+  passwordHash: string,
+  createdAt: string,
+) {
+  return {
+    id: randomUUID(),
+    name,
+    email,
+    email_normalized: email,
+    role: scopeId === null ? Role.ScopeAdmin : Role.User,
+    scope_id: scopeId,
+    password_hash: passwordHash,
+    security_stamp: randomUUID(),
+    email_verified: 1 as const,
+    created_at: createdAt,
+    updated_at: createdAt,
+  };
+}
+
+const REFUSAL_ACCOUNT_PREFIX = 'bench-refusal-';
+
+/** The email of the refusal account `index` (seedRefusalAccounts). */
+export const refusalAccountEmail = (index: number) => `${REFUSAL_ACCOUNT_PREFIX}${index}@example.test`;
+
+/**
+ * `count` Users of `scopeId` for the wrong-password refusals to spread over: the 10th
+ * consecutive wrong password locks an account (DECISIONS §7), and a locked account is checked
+ * against the decoy hash, as an unknown email is, so wrong passwords sent to one account would
+ * time the decoy twice. Written straight into the table: the API creates at most 30 persons a
+ * minute per administrator.
+ */
+export async function seedRefusalAccounts(
+  databaseUrl: string,
+  scopeId: string,
+  count: number,
+): Promise<void> {
+  const handle = openDatabase(databaseUrl);
+  const passwordHash = hashSync('refusal account password', PASSWORD_HASH_PARAMETERS);
+  const createdAt = new Date().toISOString();
+  try {
+    for (let start = 0; start < count; start += BATCH) {
+      const rows = Array.from({ length: Math.min(BATCH, count - start) }, (_, offset) =>
+        personRow(
+          refusalAccountEmail(start + offset),
+          `Bench refusal account ${start + offset}`,
+          scopeId,
+          passwordHash,
+          createdAt,
+        ),
+      );
+      await handle.db.insertInto('persons').values(rows).execute();
+    }
+  } finally {
+    await handle.close();
+  }
+}
+
+/** How many of the refusal accounts are locked now: a wrong password sent to one timed the decoy. */
+export async function countLockedRefusalAccounts(databaseUrl: string): Promise<number> {
+  const handle = openDatabase(databaseUrl);
+  try {
+    const { locked } = await handle.db
+      .selectFrom('persons')
+      .select((eb) => eb.fn.countAll<number>().as('locked'))
+      .where('email_normalized', 'like', `${REFUSAL_ACCOUNT_PREFIX}%`)
+      .where('locked_out_until', 'is not', null)
+      .executeTakeFirstOrThrow();
+    return Number(locked);
   } finally {
     await handle.close();
   }
