@@ -120,6 +120,12 @@ interface Reference {
 }
 
 const results: ScenarioResult[] = [];
+/**
+ * The wrong-password refusals' accounts (measureRefusals): how many wrong passwords went over how
+ * many accounts, and how many accounts the runs left locked (more than none: some refusals timed
+ * the decoy). Null when the sign-ins were not run.
+ */
+let refusalAccounts: { wrongPasswords: number; accounts: number; locked: number } | null = null;
 /** The bare Fastify server, kept running: each scenario's ratio is to a run of it just before. */
 let baseline: MeasuredProcess;
 let clientAddressCounter = 0;
@@ -438,6 +444,7 @@ async function measureRefusals(
       (runCount > 1 ? `, the median of ${runCount} runs' differences` : ''),
   );
   const locked = await countLockedRefusalAccounts(databaseUrl);
+  refusalAccounts = { wrongPasswords: wrongPasswordsSent, accounts, locked };
   console.log(
     `Wrong passwords: ${wrongPasswordsSent} over ${accounts} accounts` +
       (locked === 0
@@ -819,6 +826,7 @@ function printSummary() {
         runs: runCount,
         machine: { cpus: cpus().length, model: cpus()[0]?.model, node: process.version },
         results,
+        refusalAccounts,
       },
       null,
       2,
