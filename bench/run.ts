@@ -343,16 +343,24 @@ function resultsFile(name: string): string {
   return join(directory, name);
 }
 
+/**
+ * Sign-ins at `connections`, each request from its own client address (distinctClientAddress);
+ * the caller adds the bodies.
+ */
+const signInLoad = (base: string, connections: number) => ({
+  url: `${base}/api/auth/login`,
+  method: 'POST' as const,
+  perRequest: () => ({ headers: distinctClientAddress() }),
+  connections,
+  durationSeconds,
+});
+
 /** Login throughput against the raw Argon2id verify rate, and uniform timing of refusals. */
 async function measureLogin(service: MeasuredProcess, base: string, scopeId: string, databaseUrl: string) {
   console.log('');
   const login = (email: string, password: string, connections: number) => ({
-    url: `${base}/api/auth/login`,
-    method: 'POST' as const,
+    ...signInLoad(base, connections),
     body: JSON.stringify({ email, password }),
-    perRequest: () => ({ headers: distinctClientAddress() }),
-    connections,
-    durationSeconds,
   });
   let fastestSignInRate = 0;
   for (const connections of CONNECTIONS) {
@@ -408,12 +416,7 @@ async function measureRefusals(
   // Every connection sends a wrong password first, so the run starts only once the service has
   // drained what the previous runs left in flight: a warm-up, then the pause.
   const refusalBodies = [wrongPassword, unknownEmail];
-  const refusalLoad = {
-    url: `${base}/api/auth/login`,
-    perRequest: () => ({ headers: distinctClientAddress() }),
-    connections: 32,
-    durationSeconds,
-  };
+  const refusalLoad = signInLoad(base, 32);
   await runInterleaved({ ...refusalLoad, durationSeconds: warmupSeconds }, refusalBodies);
   // With --runs N the pair is measured N times, like every other scenario, and the run whose
   // difference is the median is kept: one 10 s run is a draw on a noisy machine.

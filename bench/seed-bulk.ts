@@ -52,21 +52,13 @@ export async function seedBulk(databaseUrl: string): Promise<void> {
       const rows = Array.from({ length: Math.min(BATCH, PERSONS - start) }, (_, offset) => {
         const index = start + offset;
         const scopeAdmin = index < SCOPE_ADMINS;
-        const row = scopeAdmin
-          ? personRow(
-              `bulk-admin-${index}@example.test`,
-              `Bulk Scope Admin ${index}`,
-              null,
-              passwordHash,
-              iso(index),
-            )
-          : personRow(
-              `bulk-user-${index}@example.test`,
-              `Bulk User ${index}`,
-              scopeIds[index % scopeIds.length]!,
-              passwordHash,
-              iso(index),
-            );
+        const row = personRow(
+          scopeAdmin ? `bulk-admin-${index}@example.test` : `bulk-user-${index}@example.test`,
+          scopeAdmin ? `Bulk Scope Admin ${index}` : `Bulk User ${index}`,
+          scopeAdmin ? null : scopeIds[index % scopeIds.length]!,
+          passwordHash,
+          iso(index),
+        );
         if (scopeAdmin) scopeAdminIds.push(row.id);
         return row;
       });
