@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, type SqliteDatabase } from 'kysely';
+import { Kysely, type SqliteDatabase, Transaction } from 'kysely';
 import type * as Pg from 'pg';
 import { sqliteFilePath } from '../config/config.ts';
 import type { Database } from './database.ts';
@@ -13,7 +13,11 @@ import {
 } from './sqlite-checkpointer.ts';
 import { OwnSchemaPostgresDialect } from './postgres-introspector.ts';
 import { allowDirectReads } from './prepared-query.ts';
-import { PortcullisSqliteDialect, SQLITE_BUSY_TIMEOUT_MS } from './sqlite-dialect.ts';
+import {
+  PortcullisSqliteDialect,
+  SQLITE_BUSY_TIMEOUT_MS,
+  SqliteTransactionControl,
+} from './sqlite-dialect.ts';
 import { withReadSnapshots } from './sqlite-read-snapshots.ts';
 import { withStatementCache } from './sqlite-statement-cache.ts';
 import { ThreadWriteLock } from './thread-write-lock.ts';
@@ -104,9 +108,9 @@ function openSqlite(url: string, options: OpenDatabaseOptions): DatabaseHandle {
   if (file !== null) database.pragma(`wal_autocheckpoint = ${MAIN_CONNECTION_AUTOCHECKPOINT_PAGES}`);
   const statements = withReadSnapshots(database, withStatementCache(database));
   const writeLock = file === null ? null : new ThreadWriteLock(options.sqliteWriteLock ?? undefined);
-  const db = new Kysely<Database>({
-    dialect: new PortcullisSqliteDialect({ database: statements }, writeLock),
-  });
+  const transactions = new SqliteTransactionControl(statements, writeLock);
+  const dialect = new PortcullisSqliteDialect({ database: statements }, transactions);
+  const db = new Kysely<Database>({ dialect });
   allowDirectReads(db, {
     idle: () => statements.readsMayRun(),
     all: (sql, parameters) => statements.prepare(sql).all(parameters),
@@ -114,7 +118,11 @@ function openSqlite(url: string, options: OpenDatabaseOptions): DatabaseHandle {
   return {
     db,
     dialect: 'sqlite',
-    writes: groupCommit(db, batchConnection(database, statements), options.sqliteGroupCommitBatch),
+    writes: groupCommit(
+      db,
+      batchConnection(database, statements, transactions, db, dialect),
+      options.sqliteGroupCommitBatch,
+    ),
     sqliteWriteLock: writeLock?.shared ?? null,
     ping: async () => {
       database.prepare('select 1').get();
@@ -126,12 +134,32 @@ function openSqlite(url: string, options: OpenDatabaseOptions): DatabaseHandle {
   };
 }
 
-/** What a group commit runs on the connection between its commands (write-transactions.ts). */
-function batchConnection(database: BetterSqlite3.Database, statements: SqliteDatabase): BatchConnection {
+/** What a group commit runs on the connection (write-transactions.ts). */
+function batchConnection(
+  database: BetterSqlite3.Database,
+  statements: SqliteDatabase,
+  transactions: SqliteTransactionControl,
+  db: Kysely<Database>,
+  dialect: PortcullisSqliteDialect,
+): BatchConnection {
   const savepoint = database.prepare('savepoint command');
   const release = database.prepare('release command');
   const rollbackTo = database.prepare('rollback to command');
+  // A `Transaction` never calls its driver: it refuses every method that would (`transaction`,
+  // `connection`, `destroy`), so the batch's transactions are given one that is never initialised.
+  const driver = dialect.createDriver();
   return {
+    begin: () => transactions.begin(),
+    commit: () => transactions.commit(),
+    rollback: () => transactions.rollback(),
+    // Built as Kysely builds its own: the database's executor, bound to the batch's connection.
+    transaction: (provider) =>
+      new Transaction<Database>({
+        config: { dialect },
+        dialect,
+        driver,
+        executor: db.getExecutor().withConnectionProvider(provider),
+      }),
     savepoint: () => savepoint.run(),
     release: () => release.run(),
     rollbackToSavepoint: () => {

@@ -13,9 +13,9 @@ const directReaders = new WeakMap<object, DirectReader>();
 /** Runs a statement straight on a SQLite connection: its rows, or none for a plain write. */
 export type DirectStatements = (sql: string, parameters: readonly unknown[]) => unknown[];
 
-/** A group commit's transaction, and the statements that run straight on its connection. */
+/** The statements that run straight on a group commit's connection, while its batch is open. */
 interface DirectTransaction {
-  readonly transaction: { readonly isCommitted: boolean; readonly isRolledBack: boolean };
+  readonly open: () => boolean;
   readonly statements: DirectStatements;
 }
 
@@ -39,11 +39,8 @@ export function allowDirectReads(db: object, reader: DirectReader): void {
  * Kysely's query path there (a queue, plugins, promises) cost more than SQLite's own work for
  * an audit row, and it was paid with the write lock held, which the other threads wait for.
  */
-export function allowDirectStatements(
-  transaction: DirectTransaction['transaction'],
-  statements: DirectStatements,
-): void {
-  directTransactions.set(transaction, { transaction, statements });
+export function allowDirectStatements(transaction: object, direct: DirectTransaction): void {
+  directTransactions.set(transaction, direct);
 }
 
 /**
@@ -92,9 +89,7 @@ export function preparedQuery<Args extends readonly unknown[], Row>(
     const parameters = slots.map((slot, index) => (slot === -1 ? fixed[index] : args[slot]));
     // Once the batch has ended, its transaction takes Kysely's path, which refuses it.
     const batch = directTransactions.get(db);
-    if (batch !== undefined && !batch.transaction.isCommitted && !batch.transaction.isRolledBack) {
-      return batch.statements(sql, parameters) as Row[];
-    }
+    if (batch?.open() === true) return batch.statements(sql, parameters) as Row[];
     // The database handle is registered for reads, never an ordinary transaction of it.
     const direct = read ? directReaders.get(db) : undefined;
     if (direct?.idle() === true) return direct.all(sql, parameters) as Row[];

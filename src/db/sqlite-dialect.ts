@@ -34,8 +34,8 @@ class PreparedOnceSqliteQueryCompiler extends SqliteQueryCompiler {
 }
 
 /**
- * Transactions take SQLite's write lock when they begin (`begin immediate`), and wait for it
- * without blocking the event loop.
+ * Begins, commits and rolls back a connection's write transactions. They take SQLite's write
+ * lock when they begin (`begin immediate`), and wait for it without blocking the event loop.
  *
  * Several HTTP threads each hold a connection to one file. A plain `begin` defers the lock to
  * the first write; if another connection committed in between, the upgrade fails at once with
@@ -48,18 +48,21 @@ class PreparedOnceSqliteQueryCompiler extends SqliteQueryCompiler {
  * the thread it lets in finds SQLite's lock free, so the retries are left for other processes
  * on the same file. Like a command queued behind its own thread's batch, a thread waits for it
  * as long as it takes: commands do no slow work inside their transaction.
+ *
+ * The group commit calls it directly (write-transactions.ts); the driver below, for any other
+ * transaction of Kysely's on the connection.
  */
-class WriteLockingSqliteDriver extends SqliteDriver {
+export class SqliteTransactionControl {
   readonly #threads: ThreadWriteLock | null;
   readonly #run: RunOnConnection;
 
-  constructor(config: OpenSqliteConfig, threads: ThreadWriteLock | null) {
-    super(config);
+  /** `threads`: the lock this connection's transactions share with the process's other threads. */
+  constructor(statements: SqliteDatabase, threads: ThreadWriteLock | null) {
     this.#threads = threads;
-    this.#run = runOnConnection(config.database);
+    this.#run = runOnConnection(statements);
   }
 
-  override async beginTransaction(): Promise<void> {
+  async begin(): Promise<void> {
     await this.#threads?.acquire();
     try {
       await beginImmediate(this.#run);
@@ -69,13 +72,14 @@ class WriteLockingSqliteDriver extends SqliteDriver {
     }
   }
 
-  override async commitTransaction(): Promise<void> {
+  commit(): void {
     // A failed commit leaves the transaction open: its rollback releases the lock.
     this.#run('commit');
     this.#threads?.release();
   }
 
-  override async rollbackTransaction(): Promise<void> {
+  /** Throws when SQLite has already rolled the transaction back itself; the lock is freed all the same. */
+  rollback(): void {
     try {
       this.#run('rollback');
     } finally {
@@ -84,24 +88,43 @@ class WriteLockingSqliteDriver extends SqliteDriver {
   }
 }
 
-/** The dialect's settings with the connection itself, opened already (not a function that opens it). */
-type OpenSqliteConfig = SqliteDialectConfig & { readonly database: SqliteDatabase };
+/** Kysely's own transactions on the connection, begun and ended by the same control. */
+class WriteLockingSqliteDriver extends SqliteDriver {
+  readonly #transactions: SqliteTransactionControl;
+
+  constructor(config: SqliteDialectConfig, transactions: SqliteTransactionControl) {
+    super(config);
+    this.#transactions = transactions;
+  }
+
+  override beginTransaction(): Promise<void> {
+    return this.#transactions.begin();
+  }
+
+  override async commitTransaction(): Promise<void> {
+    this.#transactions.commit();
+  }
+
+  override async rollbackTransaction(): Promise<void> {
+    this.#transactions.rollback();
+  }
+}
 
 /** Runs one of a transaction's own statements (`begin immediate`, `commit`…) on the connection. */
 type RunOnConnection = (sql: string) => void;
 
 /**
- * A transaction's own statements run straight on the connection that Kysely's transaction holds,
- * synchronously, as SQLite runs them. Kysely's driver would take each through its async query
- * path, and a group commit's transaction runs five (three to begin, see `beginImmediate`); a
- * sign-in's transaction comes after an idle gap, when that path's code has gone cold. Measured in
- * alternation after a 13 ms sleep, an empty group-commit transaction took 281–356 µs that way and
- * 237–281 µs this way (docs/performance.md, thirty-fourth round). `run`, not `all`, for the
- * pragmas too: their row is not needed, and building it is dear: better-sqlite3 compiles a row
- * shape (`Function()`) whenever a statement has been re-prepared, which a pragma evidently is at
- * every run (profiled, and 6 µs a warm run through `all` against 2.5 through `run`). Every
- * statement is still prepared through the connection's wrapper (open-database.ts), which ends a
- * read snapshot first.
+ * A transaction's own statements run straight on the connection, synchronously, as SQLite runs
+ * them. Kysely's driver would take each through its async query path, and a transaction runs
+ * five (three to begin, see `beginImmediate`); a sign-in's transaction comes after an idle gap,
+ * when that path's code has gone cold. Measured in alternation after a 13 ms sleep, an empty
+ * group-commit transaction took 281–356 µs that way and 237–281 µs this way
+ * (docs/performance-history.md, thirty-fourth round). `run`, not `all`, for the pragmas too:
+ * their row is not needed, and building it is dear: better-sqlite3 compiles a row shape
+ * (`Function()`) whenever a statement has been re-prepared, which a pragma evidently is at every
+ * run (profiled, and 6 µs a warm run through `all` against 2.5 through `run`). Every statement is
+ * still prepared through the connection's wrapper (open-database.ts), which ends a read snapshot
+ * first.
  */
 function runOnConnection(statements: SqliteDatabase): RunOnConnection {
   return (sql) => {
@@ -133,18 +156,17 @@ function isBusy(error: unknown): boolean {
 }
 
 export class PortcullisSqliteDialect extends SqliteDialect {
-  readonly #config: OpenSqliteConfig;
-  readonly #threads: ThreadWriteLock | null;
+  readonly #config: SqliteDialectConfig;
+  readonly #transactions: SqliteTransactionControl;
 
-  /** `threads`: the lock this connection's transactions share with the process's other threads. */
-  constructor(config: OpenSqliteConfig, threads: ThreadWriteLock | null) {
+  constructor(config: SqliteDialectConfig, transactions: SqliteTransactionControl) {
     super(config);
     this.#config = config;
-    this.#threads = threads;
+    this.#transactions = transactions;
   }
 
   override createDriver(): Driver {
-    return new WriteLockingSqliteDriver(this.#config, this.#threads);
+    return new WriteLockingSqliteDriver(this.#config, this.#transactions);
   }
 
   override createQueryCompiler(): SqliteQueryCompiler {

@@ -1,5 +1,5 @@
-import type { ControlledTransaction } from 'kysely';
-import type { Database, Db, Tx } from './database.ts';
+import type { ConnectionProvider, DatabaseConnection } from 'kysely';
+import type { Db, Tx } from './database.ts';
 import { allowDirectStatements, type DirectStatements } from './prepared-query.ts';
 
 /**
@@ -22,11 +22,20 @@ export function transactionPerWrite(db: Db): WriteTransactions {
 }
 
 /**
- * The statements a group commit runs between its commands, straight on the SQLite connection
- * that its transaction holds (open-database.ts): they need neither Kysely's query path nor its
- * connection queue, which cost more than SQLite's own work for a savepoint.
+ * What a group commit runs on the SQLite connection, straight rather than through Kysely's query
+ * path and its transactions, which cost more than SQLite's own work for a savepoint, and on a
+ * thread woken from idle (a sign-in's, after its hash) more than SQLite's own `begin` and
+ * `commit` (docs/performance.md, thirty-sixth round). open-database.ts makes it.
  */
 export interface BatchConnection {
+  /** Begins a write transaction, once the write lock is held (sqlite-dialect.ts). */
+  begin(): Promise<void>;
+  /** Commits it and frees the lock; a failed commit leaves the transaction open for `rollback`. */
+  commit(): void;
+  /** Rolls it back and frees the lock (throws when SQLite has rolled it back already). */
+  rollback(): void;
+  /** A Kysely `Transaction` of the database whose queries go through `provider`. */
+  transaction(provider: ConnectionProvider): Tx;
   /** `savepoint command` */
   savepoint(): void;
   /** `release command` */
@@ -95,9 +104,37 @@ export function groupCommit(
 }
 
 /**
- * Begins a transaction, then takes up to `maxBatch` commands off the queue: the batch forms once
- * the write lock is held, so the commands that arrived while this thread waited for it (another
- * thread committing) share this commit rather than wait for a lock of their own.
+ * The connection a batch's `Transaction` runs its queries on while the batch is open; once it
+ * has ended, a query made through that `Transaction` (a command that kept it) is refused rather
+ * than run outside the batch. Kysely's own transactions refuse such a query alike.
+ */
+class BatchConnectionProvider implements ConnectionProvider {
+  readonly #connection: DatabaseConnection;
+  #ended: 'committed' | 'rolled back' | null = null;
+
+  constructor(connection: DatabaseConnection) {
+    this.#connection = connection;
+  }
+
+  get open(): boolean {
+    return this.#ended === null;
+  }
+
+  end(how: 'committed' | 'rolled back'): void {
+    this.#ended = how;
+  }
+
+  provideConnection<T>(consumer: (connection: DatabaseConnection) => Promise<T>): Promise<T> {
+    if (this.#ended !== null) return Promise.reject(new Error(`Transaction is already ${this.#ended}`));
+    return consumer(this.#connection);
+  }
+}
+
+/**
+ * Holds the connection, then begins a transaction and takes up to `maxBatch` commands off the
+ * queue: the batch forms once the write lock is held, so the commands that arrived while this
+ * thread waited for it (another thread committing) share this commit rather than wait for a
+ * lock of their own.
  */
 async function commitBatch(
   db: Db,
@@ -105,19 +142,33 @@ async function commitBatch(
   queue: Pending[],
   maxBatch: number,
 ): Promise<void> {
-  let trx: ControlledTransaction<Database>;
+  let batch: Pending[] | null = null;
   try {
-    trx = await db.startTransaction().execute();
+    // Held as Kysely holds it for its own transactions: a query made outside the batch (a read
+    // through Kysely) waits until the batch has ended, rather than run inside it.
+    await db.getExecutor().provideConnection(async (held) => {
+      await connection.begin();
+      batch = queue.splice(0, maxBatch);
+      await runBatch(connection, new BatchConnectionProvider(held), batch);
+    });
   } catch (error) {
-    for (const pending of queue.splice(0, maxBatch)) pending.reject(error);
-    return;
+    // The connection or the write lock could not be had: the batch never began.
+    for (const pending of batch ?? queue.splice(0, maxBatch)) pending.reject(error);
   }
-  allowDirectStatements(trx, connection.statements);
-  const batch = queue.splice(0, maxBatch);
+}
+
+/** Runs the batch's commands in the transaction just begun, and ends it. Never throws. */
+async function runBatch(
+  connection: BatchConnection,
+  provider: BatchConnectionProvider,
+  batch: readonly Pending[],
+): Promise<void> {
   // A lone command needs no savepoint: if it throws, the whole transaction rolls back.
   const alone = batch.length === 1;
   const committed: Array<{ pending: Pending; value: unknown }> = [];
   try {
+    const trx = connection.transaction(provider);
+    allowDirectStatements(trx, { open: () => provider.open, statements: connection.statements });
     for (const pending of batch) {
       const isolate = !alone && !pending.singleWrite;
       if (isolate) connection.savepoint();
@@ -125,11 +176,7 @@ async function commitBatch(
       try {
         value = await pending.work(trx);
       } catch (error) {
-        if (alone) {
-          await trx.rollback().execute();
-          pending.reject(error);
-          return;
-        }
+        if (alone) throw error;
         // SQLite may have rolled the whole transaction back (an I/O error, say): then nothing
         // of the batch stands, and the catch below says so to every command.
         if (!connection.inTransaction()) throw error;
@@ -140,15 +187,18 @@ async function commitBatch(
       if (isolate) connection.release();
       committed.push({ pending, value });
     }
-    await trx.commit().execute();
+    connection.commit();
+    provider.end('committed');
   } catch (error) {
-    // The batch itself broke (a savepoint statement or the commit failed): nothing of it stands.
-    // Rejecting a command that already settled does nothing.
-    if (!trx.isCommitted && !trx.isRolledBack)
-      await trx
-        .rollback()
-        .execute()
-        .catch(() => undefined);
+    // The lone command threw, or the batch itself broke (a savepoint statement or the commit
+    // failed, or SQLite rolled back): nothing of it stands. Rejecting a command that already
+    // settled does nothing.
+    provider.end('rolled back');
+    try {
+      connection.rollback();
+    } catch {
+      // SQLite had rolled the transaction back already; the write lock is free all the same.
+    }
     for (const pending of batch) pending.reject(error);
     return;
   }

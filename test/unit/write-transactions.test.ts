@@ -94,6 +94,40 @@ describe('SQLite group commit', () => {
     expect(committedNames()).toEqual(['a']);
   });
 
+  it('refuses a query built by Kysely on the transaction of a batch that has ended', async () => {
+    let committedTx: Tx | undefined;
+    await writes.run(async (tx) => {
+      committedTx = tx;
+      await insert(tx, 'a');
+    });
+    let rolledBackTx: Tx | undefined;
+    await expect(
+      writes.run(async (tx) => {
+        rolledBackTx = tx;
+        throw new Error('refused');
+      }),
+    ).rejects.toThrow('refused');
+    await expect(insert(committedTx!, 'late')).rejects.toThrow('Transaction is already committed');
+    await expect(insert(rolledBackTx!, 'late')).rejects.toThrow('Transaction is already rolled back');
+    expect(committedNames()).toEqual(['a']);
+  });
+
+  it('holds the connection while a batch is open: a query made outside it waits, and sees only what committed', async () => {
+    let outsideRead: Promise<string[]> | undefined;
+    await writes.run(async (tx) => {
+      await insert(tx, 'a');
+      outsideRead = sql<{ name: string }>`select name from items`
+        .execute(handle.db)
+        .then((result) => result.rows.map((row) => row.name));
+      // Run now, on the same connection, the read would see the uncommitted row and take part
+      // in the batch's transaction.
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      await insert(tx, 'b');
+    });
+    expect(await outsideRead).toEqual(['a', 'b']);
+    expect(committedNames()).toEqual(['a', 'b']);
+  });
+
   it('rolls a failing command back to its savepoint; the others of its batch commit', async () => {
     const outcomes = await Promise.allSettled([
       writes.run((tx) => insert(tx, 'a')),
