@@ -148,6 +148,8 @@ function batchConnection(
   // A `Transaction` never calls its driver: it refuses every method that would (`transaction`,
   // `connection`, `destroy`), so the batch's transactions are given one that is never initialised.
   const driver = dialect.createDriver();
+  const config = { dialect };
+  const executor = db.getExecutor();
   return {
     begin: () => transactions.begin(),
     commit: () => transactions.commit(),
@@ -155,10 +157,10 @@ function batchConnection(
     // Built as Kysely builds its own: the database's executor, bound to the batch's connection.
     transaction: (provider) =>
       new Transaction<Database>({
-        config: { dialect },
+        config,
         dialect,
         driver,
-        executor: db.getExecutor().withConnectionProvider(provider),
+        executor: executor.withConnectionProvider(provider),
       }),
     savepoint: () => savepoint.run(),
     release: () => release.run(),
