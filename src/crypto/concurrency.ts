@@ -127,8 +127,7 @@ export class ConcurrencyBound implements Bound {
         gaveUp: false,
       };
       this.#waiting.push(waiter);
-      this.#letInDue();
-      this.#listen();
+      this.#letInDueAndListen();
     });
   }
 
@@ -169,16 +168,23 @@ export class ConcurrencyBound implements Bound {
     }
   }
 
-  /** While this thread has waiters, waits (off the event loop) for another thread's release. */
-  #listen(): void {
-    if (this.#listening || this.#waiting.length === 0) return;
+  /**
+   * Lets in this thread's due waiters; then, while some still wait, waits (off the event loop)
+   * for another thread's release. The wake calls are read before the waiters' slots are checked:
+   * a release after that check wakes this thread by bumping them past the value read, so the wait
+   * ends at once. (Read after the check, they could already hold that bump, and the wait would
+   * sleep through the release it was for: the waiter gave up when its time ran out, and its slot
+   * stayed taken until the thread's next ask.)
+   */
+  #letInDueAndListen(): void {
     const seen = Atomics.load(this.#wakeCalls, this.#thread);
+    this.#letInDue();
+    if (this.#listening || this.#waiting.length === 0) return;
     const wait = Atomics.waitAsync(this.#wakeCalls, this.#thread, seen);
     this.#listening = true;
     const woken = () => {
       this.#listening = false;
-      this.#letInDue();
-      this.#listen();
+      this.#letInDueAndListen();
     };
     // Not pending: a release came since `seen` was read. The waiters' timers keep the thread
     // alive meanwhile (a pending waitAsync does not).

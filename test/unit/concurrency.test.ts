@@ -129,6 +129,27 @@ describe('one bound for every HTTP thread (spec §Authentication 10)', () => {
     }
   });
 
+  it('wakes a waiter of the other thread however soon after its ask the slot comes back', async () => {
+    const bound = new ConcurrencyBound(1, 2);
+    const { thread, reply, stop } = startThread(bound);
+    try {
+      // Each round gives the slot back the moment the other thread's ask has taken its ticket, so
+      // the release races that thread's check of its slot and the wait it starts after it. A wake
+      // lost in between left the ask waiting until its time ran out, and the slot taken after it.
+      for (let round = 0; round < 20_000; round += 1) {
+        expect(await bound.acquire(1_000)).toBe(true);
+        thread.postMessage('ask');
+        const granted = reply();
+        const deadline = Date.now() + 5_000;
+        while (bound.waiting() !== 1 && Date.now() < deadline);
+        bound.release();
+        expect(await granted).toBe(true);
+      }
+    } finally {
+      await stop();
+    }
+  });
+
   it('lets a waiter of the other thread in when a waiter before it gave up', async () => {
     const bound = new ConcurrencyBound(1, 2);
     const { thread, reply, stop } = startThread(bound);
