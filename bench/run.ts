@@ -643,6 +643,21 @@ function recordMedianRun(scenario: string, connections: number, runs: readonly M
 
 const roundToThousandths = (value: number) => Math.round(value * 1000) / 1000;
 
+/**
+ * The reference as the JSON keeps it: its rates to the hundredth (a mean of two or answers over a
+ * measured length come out as 88.44999999999999); the ratio beside it is divided before rounding.
+ */
+function keptReference({ name, requestsPerSecond, bracket }: Reference): Reference {
+  const toHundredths = (value: number) => Math.round(value * 100) / 100;
+  return {
+    name,
+    requestsPerSecond: toHundredths(requestsPerSecond),
+    ...(bracket === undefined
+      ? {}
+      : { bracket: [toHundredths(bracket[0]), toHundredths(bracket[1])] as const }),
+  };
+}
+
 /** " (loaded 11.01 s)" when autocannon loaded a second longer than asked (`loadSeconds`). */
 const longLoad = ({ loadSeconds }: LoadResult) =>
   loadSeconds > durationSeconds + 0.5 ? ` (loaded ${loadSeconds} s)` : '';
@@ -702,7 +717,7 @@ function record(
     connections,
     ...result,
     ratio: roundToThousandths(ratioOf(result, reference)),
-    reference,
+    reference: keptReference(reference),
     peakRssMb,
     cpuMicrosPerRequest: perRequest(cpuSeconds),
     threadPoolCpuMicrosPerRequest: perRequest(threadPoolCpuSeconds),
