@@ -3,7 +3,7 @@ import { createSigner } from 'fast-jwt';
 import { decodeProtectedHeader, jwtVerify } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config.ts';
-import { TokenService } from '../../src/crypto/tokens.ts';
+import { rememberingAccepted, TokenService } from '../../src/crypto/tokens.ts';
 import { Role } from '../../src/db/database.ts';
 import { TEST_ENV, TEST_SECRET } from '../helpers/app.ts';
 import { TestClock } from '../helpers/clock.ts';
@@ -291,6 +291,54 @@ describe('TokenService', () => {
       const token = sign({}, PREVIOUS_SECRET);
       clock.advanceSeconds(3600);
       expect(tokens.readBearer(token)).toBeNull();
+    });
+  });
+
+  describe('remembered tokens', () => {
+    /** A verifier that accepts tokens starting with "good" and counts its checks. */
+    function countingVerifier() {
+      const checked: string[] = [];
+      const verify = (token: string) => {
+        checked.push(token);
+        if (!token.startsWith('good')) throw new Error('refused');
+        return { sub: token };
+      };
+      return { verify, checked };
+    }
+
+    it('checks an accepted token once, and a refused token every time it is presented', () => {
+      const { verify, checked } = countingVerifier();
+      const remembering = rememberingAccepted(verify);
+      expect(remembering('good-1')).toEqual({ sub: 'good-1' });
+      expect(remembering('good-1')).toEqual({ sub: 'good-1' });
+      expect(() => remembering('bad-1')).toThrow('refused');
+      expect(() => remembering('bad-1')).toThrow('refused');
+      expect(checked).toEqual(['good-1', 'bad-1', 'bad-1']);
+    });
+
+    it('forgets the least recently presented token past its capacity', () => {
+      const { verify, checked } = countingVerifier();
+      const remembering = rememberingAccepted(verify, 2);
+      remembering('good-1');
+      remembering('good-2');
+      remembering('good-1');
+      remembering('good-3'); // forgets good-2, presented longest ago
+      remembering('good-1');
+      remembering('good-2');
+      expect(checked).toEqual(['good-1', 'good-2', 'good-3', 'good-2']);
+    });
+
+    it('do not make a bearer token read before an application token, nor a tampered copy valid', () => {
+      const { tokens } = tokenService();
+      const { token } = tokens.issueFullToken(person);
+      expect(tokens.readBearer(token)?.kind).toBe('full');
+      expect(tokens.readApplicationToken(token)).toBeNull();
+      // The signature's first character (its last carries unused bits that decoders may ignore).
+      const signatureStart = token.lastIndexOf('.') + 1;
+      const changed = token[signatureStart] === 'A' ? 'B' : 'A';
+      const tampered = token.slice(0, signatureStart) + changed + token.slice(signatureStart + 1);
+      expect(tokens.readBearer(tampered)).toBeNull();
+      expect(tokens.readBearer(token)?.kind).toBe('full');
     });
   });
 });
