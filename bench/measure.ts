@@ -120,7 +120,8 @@ function machineCpuTicks(): { idle: number; total: number } {
   return { idle: idle + iowait, total: user + nice + system + idle + iowait + irq + softirq + steal };
 }
 
-const roundToHundredths = (value: number) => Math.round(value * 100) / 100;
+/** To two decimal places, as the figures are shown and kept. */
+export const roundToHundredths = (value: number) => Math.round(value * 100) / 100;
 
 /**
  * One autocannon run whose every connection sends a body of each kind in turn (POST), with a
@@ -190,7 +191,9 @@ function percentiles(latencies: number[]): Pick<LoadResult, 'p50' | 'p95' | 'p99
   latencies.sort((a, b) => a - b);
   const percentile = (p: number) =>
     latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? 0;
-  return { p50: round(percentile(50)), p95: round(percentile(95)), p99: round(percentile(99)) };
+  return {
+    p50: roundToHundredths(percentile(50)),
+    p95: roundToHundredths(percentile(95)),
+    p99: roundToHundredths(percentile(99)),
+  };
 }
-
-const round = (value: number) => Math.round(value * 100) / 100;

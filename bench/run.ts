@@ -10,7 +10,14 @@ import { buildService, DIST } from '../scripts/build.ts';
 import { PASSWORD_HASH_PARAMETERS } from '../src/crypto/passwords.ts';
 import { LOCKOUT_THRESHOLD } from '../src/modules/auth/login.command.ts';
 import { SERVICE_NODE_OPTIONS, SERVICE_PROCESS_ENVIRONMENT } from '../src/runtime.ts';
-import { type LoadOptions, type LoadResult, meterMachine, runInterleaved, runLoad } from './measure.ts';
+import {
+  type LoadOptions,
+  type LoadResult,
+  meterMachine,
+  roundToHundredths,
+  runInterleaved,
+  runLoad,
+} from './measure.ts';
 import { countPerfEvents } from './perf-counters.ts';
 import { type MeasuredProcess, startProcess } from './processes.ts';
 import {
@@ -648,13 +655,12 @@ const roundToThousandths = (value: number) => Math.round(value * 1000) / 1000;
  * measured length come out as 88.44999999999999); the ratio beside it is divided before rounding.
  */
 function keptReference({ name, requestsPerSecond, bracket }: Reference): Reference {
-  const toHundredths = (value: number) => Math.round(value * 100) / 100;
   return {
     name,
-    requestsPerSecond: toHundredths(requestsPerSecond),
+    requestsPerSecond: roundToHundredths(requestsPerSecond),
     ...(bracket === undefined
       ? {}
-      : { bracket: [toHundredths(bracket[0]), toHundredths(bracket[1])] as const }),
+      : { bracket: [roundToHundredths(bracket[0]), roundToHundredths(bracket[1])] as const }),
   };
 }
 
@@ -725,7 +731,7 @@ function record(
     serviceCores:
       meteredSeconds === undefined || cpuSeconds === undefined
         ? null
-        : Math.round((cpuSeconds / meteredSeconds) * 100) / 100,
+        : roundToHundredths(cpuSeconds / meteredSeconds),
     kiloInstructionsPerRequest: countPerRequest(instructions, 1000, 1),
     fileWritesPerRequest: countPerRequest(fileWrites, 1, 2),
     fileReadsPerRequest: countPerRequest(fileReads, 1, 2),
@@ -796,8 +802,7 @@ async function measured<T>(
   const httpThreadBusy = [...service.httpThreadCpuSeconds()]
     .map(([id, { name, seconds }]) => ({
       thread: name,
-      shareOfCore:
-        Math.round(((seconds - (threadsBefore.get(id)?.seconds ?? 0)) / elapsedSeconds) * 100) / 100,
+      shareOfCore: roundToHundredths((seconds - (threadsBefore.get(id)?.seconds ?? 0)) / elapsedSeconds),
     }))
     // The main thread first, then the busiest.
     .sort(
