@@ -60,15 +60,15 @@ export type BearerToken =
 export type Verify = (token: string) => Record<string, unknown>;
 type Sign = (payload: Record<string, unknown>) => string;
 
-/** Recently accepted tokens remembered per verifier (a token is a few hundred bytes). */
+/** Accepted tokens remembered per reader, bearer or application (a token is a few hundred bytes). */
 const ACCEPTED_TOKENS_REMEMBERED = 1000;
 
 export class TokenService {
   readonly #auth: Config['auth'];
   readonly #clock: Clock;
   readonly #sign: Sign;
-  readonly #bearerVerifiers: readonly Verify[];
-  readonly #applicationVerifiers: readonly Verify[];
+  readonly #bearerVerify: Verify;
+  readonly #applicationVerify: Verify;
   readonly #audienceKinds: ReadonlyMap<string, BearerKind>;
 
   constructor(auth: Config['auth'], clock: Clock) {
@@ -82,7 +82,7 @@ export class TokenService {
       iss: auth.issuer,
     });
     const keys = [auth.tokenSecret, ...(auth.previousTokenSecret === null ? [] : [auth.previousTokenSecret])];
-    const verifier = (key: string, audiences: string[]): Verify =>
+    const keyVerifier = (key: string, audiences: string[]): Verify =>
       createVerifier({
         key,
         algorithms: ['HS256'],
@@ -93,11 +93,10 @@ export class TokenService {
         ignoreExpiration: true,
         ignoreNotBefore: true,
       }) as Verify;
-    const bearerAudiences = [auth.audience, auth.challengeAudience, auth.subjectRightsAudience];
-    this.#bearerVerifiers = keys.map((key) => rememberingAccepted(verifier(key, bearerAudiences)));
-    this.#applicationVerifiers = keys.map((key) =>
-      rememberingAccepted(verifier(key, [auth.applicationAudience])),
-    );
+    const verifier = (audiences: string[]): Verify =>
+      rememberingAccepted(keys.map((key) => keyVerifier(key, audiences)));
+    this.#bearerVerify = verifier([auth.audience, auth.challengeAudience, auth.subjectRightsAudience]);
+    this.#applicationVerify = verifier([auth.applicationAudience]);
     this.#audienceKinds = new Map<string, BearerKind>([
       [auth.audience, 'full'],
       [auth.challengeAudience, 'challenge'],
@@ -132,7 +131,7 @@ export class TokenService {
 
   /** Reads a bearer token of the person side; null when it is not one of ours, or not current. */
   readBearer(token: string): BearerToken | null {
-    const payload = this.#verify(this.#bearerVerifiers, token);
+    const payload = this.#verify(this.#bearerVerify, token);
     if (payload === null) return null;
     const kind = this.#audienceKinds.get(singleAudience(payload.aud) ?? '');
     if (kind === undefined) return null;
@@ -146,7 +145,7 @@ export class TokenService {
 
   /** Reads an application token (zero clock skew); null when refused for any reason. */
   readApplicationToken(token: string): (ApplicationClaims & RegisteredClaims) | null {
-    const payload = this.#verify(this.#applicationVerifiers, token);
+    const payload = this.#verify(this.#applicationVerify, token);
     if (payload === null || singleAudience(payload.aud) !== this.#auth.applicationAudience) return null;
     if (!isString(payload.scopeId) || !isString(payload.cid)) return null;
     return payload as unknown as ApplicationClaims & RegisteredClaims;
@@ -166,36 +165,39 @@ export class TokenService {
     return { token, expiresAt: new Date(expiresAt * 1000) };
   }
 
-  #verify(verifiers: readonly Verify[], token: string): Record<string, unknown> | null {
-    for (const verify of verifiers) {
-      let payload: Record<string, unknown>;
-      try {
-        payload = verify(token);
-      } catch {
-        continue; // bad signature under this key: the previous key may still accept it
-      }
-      const now = this.#clock.now().getTime() / 1000;
-      const { exp, nbf } = payload;
-      // Zero clock skew: a token is valid from nbf up to, not including, exp.
-      if (typeof exp !== 'number' || now >= exp) return null;
-      if (typeof nbf === 'number' && now < nbf) return null;
-      return payload;
+  #verify(verify: Verify, token: string): Record<string, unknown> | null {
+    let payload: Record<string, unknown>;
+    try {
+      payload = verify(token);
+    } catch {
+      return null; // refused by every key
     }
-    return null;
+    const now = this.#clock.now().getTime() / 1000;
+    const { exp, nbf } = payload;
+    // Zero clock skew: a token is valid from nbf up to, not including, exp.
+    if (typeof exp !== 'number' || now >= exp) return null;
+    if (typeof nbf === 'number' && now < nbf) return null;
+    return payload;
   }
 }
 
 /**
- * A verifier that remembers the tokens it accepted, so that a token presented again skips the
- * signature check and the parse (the same string, accepted by the same key and audiences before).
- * Lifetimes are still checked on every read, by the caller; revocation is the stamp check's; a
- * refused token is not remembered. This is fast-jwt's own cache without its key: that hashes every
- * token presented (SHA-256) to look it up, which cost more than all the rest of a remembered
- * token's check, while a key of fast-jwt's choosing raises a process warning at every start. The
- * token itself is the key here: distinct tokens cannot collide. It keeps accepted bearer tokens in
- * memory until they are forgotten; a heap snapshot that shows them shows the signing secret too.
+ * One verifier over the keys' verifiers (the current secret's first, then the previous one's) that
+ * remembers the tokens it accepted, so that a token presented again skips the signature checks and
+ * the parse (the same string, accepted with the same keys and audiences before). Remembered over
+ * the keys, not per key: a token signed with the previous secret is not checked again under the
+ * current one either. Lifetimes are still checked on every read, by the caller; revocation is the
+ * stamp check's; a refused token is not remembered. This is fast-jwt's own cache without its key:
+ * that hashes every token presented (SHA-256) to look it up, which cost more than all the rest of a
+ * remembered token's check, while a key of fast-jwt's choosing raises a process warning at every
+ * start. The token itself is the key here: distinct tokens cannot collide. It keeps accepted bearer
+ * tokens in memory until they are forgotten; a heap snapshot that shows them shows the signing
+ * secret too.
  */
-export function rememberingAccepted(verify: Verify, capacity = ACCEPTED_TOKENS_REMEMBERED): Verify {
+export function rememberingAccepted(
+  keyVerifiers: readonly Verify[],
+  capacity = ACCEPTED_TOKENS_REMEMBERED,
+): Verify {
   // Least recently presented first: a Map iterates in insertion order, and a token presented
   // again is moved to the end. (mnemonist's LRU cache, fast-jwt's own, is not importable from
   // ES modules but through its root, which loads every structure it has.)
@@ -207,11 +209,24 @@ export function rememberingAccepted(verify: Verify, capacity = ACCEPTED_TOKENS_R
       accepted.set(token, remembered);
       return remembered;
     }
-    const payload = verify(token); // throws when refused: nothing to remember
+    const payload = firstAccepting(keyVerifiers, token); // throws when refused: nothing to remember
     accepted.set(token, payload);
     if (accepted.size > capacity) accepted.delete(accepted.keys().next().value!);
     return payload;
   };
+}
+
+/** The payload of the first verifier that accepts the token; the last refusal when none does. */
+function firstAccepting(verifiers: readonly Verify[], token: string): Record<string, unknown> {
+  let refusal: unknown = new Error('no key to verify with');
+  for (const verify of verifiers) {
+    try {
+      return verify(token);
+    } catch (error) {
+      refusal = error; // bad signature under this key: the previous key may still accept it
+    }
+  }
+  throw refusal;
 }
 
 /** A token must name exactly one audience; a token valid for two readers is refused by both. */

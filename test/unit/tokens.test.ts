@@ -308,7 +308,7 @@ describe('TokenService', () => {
 
     it('checks an accepted token once, and a refused token every time it is presented', () => {
       const { verify, checked } = countingVerifier();
-      const remembering = rememberingAccepted(verify);
+      const remembering = rememberingAccepted([verify]);
       expect(remembering('good-1')).toEqual({ sub: 'good-1' });
       expect(remembering('good-1')).toEqual({ sub: 'good-1' });
       expect(() => remembering('bad-1')).toThrow('refused');
@@ -318,7 +318,7 @@ describe('TokenService', () => {
 
     it('forgets the least recently presented token past its capacity', () => {
       const { verify, checked } = countingVerifier();
-      const remembering = rememberingAccepted(verify, 2);
+      const remembering = rememberingAccepted([verify], 2);
       remembering('good-1');
       remembering('good-2');
       remembering('good-1');
@@ -326,6 +326,25 @@ describe('TokenService', () => {
       remembering('good-1');
       remembering('good-2');
       expect(checked).toEqual(['good-1', 'good-2', 'good-3', 'good-2']);
+    });
+
+    it('remember a token the previous key accepted without checking it under the current key again', () => {
+      const current = countingVerifier(); // accepts only tokens starting with "good"
+      const previous = countingVerifier();
+      const previousAccepts = (token: string) => previous.verify(`good-${token}`);
+      const remembering = rememberingAccepted([current.verify, previousAccepts]);
+      expect(remembering('old-1')).toEqual({ sub: 'good-old-1' });
+      expect(remembering('old-1')).toEqual({ sub: 'good-old-1' });
+      expect(current.checked).toEqual(['old-1']);
+      expect(previous.checked).toEqual(['good-old-1']);
+    });
+
+    it("refuses with the last key's refusal when no key accepts", () => {
+      const refusing = (message: string) => () => {
+        throw new Error(message);
+      };
+      const remembering = rememberingAccepted([refusing('current'), refusing('previous')]);
+      expect(() => remembering('any')).toThrow('previous');
     });
 
     it('do not make a bearer token read before an application token, nor a tampered copy valid', () => {
