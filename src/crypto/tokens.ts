@@ -218,7 +218,7 @@ export function rememberingAccepted(
 
 /** The payload of the first verifier that accepts the token; the last refusal when none does. */
 function firstAccepting(verifiers: readonly Verify[], token: string): Record<string, unknown> {
-  let refusal: unknown = new Error('no key to verify with');
+  let refusal: unknown;
   for (const verify of verifiers) {
     try {
       return verify(token);
@@ -226,7 +226,8 @@ function firstAccepting(verifiers: readonly Verify[], token: string): Record<str
       refusal = error; // bad signature under this key: the previous key may still accept it
     }
   }
-  throw refusal;
+  // Made only here: an Error made up front would capture a stack trace at every first reading.
+  throw refusal ?? new Error('no key to verify with');
 }
 
 /** A token must name exactly one audience; a token valid for two readers is refused by both. */
