@@ -89,6 +89,8 @@ interface ScenarioResult extends LoadResult {
   readonly fileReadsPerRequest: number | null;
   /** The part of it on libuv's thread pool, where Argon2id runs (login runs only). */
   readonly threadPoolCpuMicrosPerRequest: number | null;
+  /** The kernel's part of `threadPoolCpuMicrosPerRequest` (system time). */
+  readonly threadPoolSystemCpuMicrosPerRequest: number | null;
   /**
    * How long the service's CPU was metered, in seconds: from just before the load until its
    * promise settled, a few hundredths of a second longer than `loadSeconds`.
@@ -544,7 +546,7 @@ async function measureRawArgon2Rate(): Promise<number> {
   const rate = count / durationSeconds;
   console.log(
     `Raw Argon2id verify rate (same parameters, ${threads.length} threads back to back): ${Math.round(rate)}/s, ` +
-      `${Math.round((cpu.user + cpu.system) / count)} µs of CPU per verify, machine idle ${Math.round(machineIdleShare * 100)} %`,
+      `${Math.round((cpu.user + cpu.system) / count)} µs of CPU per verify (kernel ${Math.round(cpu.system / count)}), machine idle ${Math.round(machineIdleShare * 100)} %`,
   );
   return rate;
 }
@@ -699,6 +701,7 @@ function record(
     cpuSeconds,
     meteredSeconds,
     threadPoolCpuSeconds,
+    threadPoolSystemCpuSeconds,
     httpThreadBusy,
     instructions,
     fileWrites,
@@ -727,6 +730,7 @@ function record(
     peakRssMb,
     cpuMicrosPerRequest: perRequest(cpuSeconds),
     threadPoolCpuMicrosPerRequest: perRequest(threadPoolCpuSeconds),
+    threadPoolSystemCpuMicrosPerRequest: perRequest(threadPoolSystemCpuSeconds),
     meteredSeconds: meteredSeconds === undefined ? null : roundToThousandths(meteredSeconds),
     serviceCores:
       meteredSeconds === undefined || cpuSeconds === undefined
@@ -745,7 +749,7 @@ function record(
       `p50 ${result.p50} p95 ${result.p95} p99 ${result.p99} ms  non-2xx ${result.non2xx}  ` +
       `ratio ${entry.ratio} (to ${describeReference(reference)})${peakRssMb === null ? '' : `  peak RSS ${peakRssMb} MB`}` +
       `${entry.cpuMicrosPerRequest === null ? '' : `  CPU ${entry.cpuMicrosPerRequest} µs/req`}` +
-      `${entry.threadPoolCpuMicrosPerRequest === null ? '' : ` (thread pool: ${entry.threadPoolCpuMicrosPerRequest})`}` +
+      `${entry.threadPoolCpuMicrosPerRequest === null ? '' : ` (thread pool: ${entry.threadPoolCpuMicrosPerRequest}, kernel ${entry.threadPoolSystemCpuMicrosPerRequest})`}` +
       `${entry.serviceCores === null ? '' : `, ${entry.serviceCores} cores over ${entry.meteredSeconds} s`}` +
       `${entry.kiloInstructionsPerRequest === null ? '' : `  ${entry.kiloInstructionsPerRequest}k instructions/req`}` +
       `${entry.fileWritesPerRequest === null ? '' : `  pwrite ${entry.fileWritesPerRequest}/req`}` +
@@ -765,6 +769,8 @@ interface ServiceSpending {
   readonly meteredSeconds: number;
   /** The part on libuv's thread pool. */
   readonly threadPoolCpuSeconds: number;
+  /** The kernel's part of `threadPoolCpuSeconds`. */
+  readonly threadPoolSystemCpuSeconds: number;
   readonly httpThreadBusy: readonly ThreadBusy[];
   /** With --instructions, the instructions its threads executed (null where perf cannot count). */
   readonly instructions: number | null;
@@ -798,6 +804,7 @@ async function measured<T>(
       ? { result: await run(), counts: {} as Record<string, number | null> }
       : await countPerfEvents(service.child.pid!, perfEvents, run);
   const cpuSeconds = service.cpuSeconds() - cpuBefore;
+  const threadPoolAfter = service.threadPoolCpuSeconds();
   const elapsedSeconds = (performance.now() - started) / 1000;
   const httpThreadBusy = [...service.httpThreadCpuSeconds()]
     .map(([id, { name, seconds }]) => ({
@@ -815,7 +822,8 @@ async function measured<T>(
     spent: {
       cpuSeconds,
       meteredSeconds: elapsedSeconds,
-      threadPoolCpuSeconds: service.threadPoolCpuSeconds() - threadPoolBefore,
+      threadPoolCpuSeconds: threadPoolAfter.seconds - threadPoolBefore.seconds,
+      threadPoolSystemCpuSeconds: threadPoolAfter.systemSeconds - threadPoolBefore.systemSeconds,
       httpThreadBusy,
       instructions: counts[INSTRUCTIONS] ?? null,
       fileWrites: counts[FILE_WRITES] ?? null,

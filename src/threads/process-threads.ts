@@ -10,6 +10,8 @@ export interface ProcessThread {
   readonly name: string;
   /** Its CPU time so far, user and system. */
   readonly cpuSeconds: number;
+  /** The part of `cpuSeconds` spent in the kernel (system time). */
+  readonly systemCpuSeconds: number;
   readonly niceness: number;
 }
 
@@ -45,6 +47,7 @@ export function parseStat(text: string): Omit<ProcessThread, 'id'> {
     name: text.slice(text.indexOf('(') + 1, nameEnd),
     // Fields 14 and 15: user and system time, in clock ticks.
     cpuSeconds: (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND,
+    systemCpuSeconds: Number(fields[12]) / CLOCK_TICKS_PER_SECOND,
     // Field 19.
     niceness: Number(fields[16]),
   };
