@@ -18,9 +18,10 @@ export interface MeasuredProcess {
   /**
    * The part of `cpuSeconds` spent on libuv's thread pool (threads named `libuv-worker`), where
    * Argon2id runs: a sign-in's CPU splits into the hash and everything around it. `systemSeconds`
-   * is the kernel's part of it (a verify maps its 19 MiB afresh and unmaps it after).
+   * is the kernel's part of it (a verify maps its 19 MiB afresh and unmaps it after), and
+   * `minorFaults` the pages the pool's threads touched for the first time (faulted in).
    */
-  threadPoolCpuSeconds(): { seconds: number; systemSeconds: number };
+  threadPoolCpuSeconds(): { seconds: number; systemSeconds: number; minorFaults: number };
   /**
    * CPU time so far of each HTTP thread, by thread id: the main thread (`MainThread`) and the
    * others (named by the service, `HTTP_THREAD_NAME`).
@@ -36,6 +37,8 @@ export interface ThreadCpu {
   readonly seconds: number;
   /** The kernel's part of `seconds`. */
   readonly systemSeconds: number;
+  /** Its minor page faults so far. */
+  readonly minorFaults: number;
 }
 
 /** A port that is free now (the OS picks it; we release it for the child to bind). */
@@ -57,7 +60,12 @@ function threadsNamed(pid: number, names: readonly string[]): Map<number, Thread
       .filter((thread) => names.includes(thread.name))
       .map((thread) => [
         thread.id,
-        { name: thread.name, seconds: thread.cpuSeconds, systemSeconds: thread.systemCpuSeconds },
+        {
+          name: thread.name,
+          seconds: thread.cpuSeconds,
+          systemSeconds: thread.systemCpuSeconds,
+          minorFaults: thread.minorFaults,
+        },
       ]),
   );
 }
@@ -105,11 +113,13 @@ export async function startProcess(
     threadPoolCpuSeconds: () => {
       let seconds = 0;
       let systemSeconds = 0;
+      let minorFaults = 0;
       for (const thread of threadsNamed(child.pid!, [POOL_THREAD_NAME]).values()) {
         seconds += thread.seconds;
         systemSeconds += thread.systemSeconds;
+        minorFaults += thread.minorFaults;
       }
-      return { seconds, systemSeconds };
+      return { seconds, systemSeconds, minorFaults };
     },
     httpThreadCpuSeconds: () => threadsNamed(child.pid!, ['MainThread', HTTP_THREAD_NAME]),
     memoryMap: () => readFileSync(`/proc/${child.pid}/smaps`, 'utf8'),

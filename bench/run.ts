@@ -91,6 +91,8 @@ interface ScenarioResult extends LoadResult {
   readonly threadPoolCpuMicrosPerRequest: number | null;
   /** The kernel's part of `threadPoolCpuMicrosPerRequest` (system time). */
   readonly threadPoolSystemCpuMicrosPerRequest: number | null;
+  /** The thread pool's minor page faults per request: the pages a hash touched afresh. */
+  readonly threadPoolMinorFaultsPerRequest: number | null;
   /**
    * How long the service's CPU was metered, in seconds: from just before the load until its
    * promise settled, a few hundredths of a second longer than `loadSeconds`.
@@ -525,8 +527,9 @@ const BACKLOG_DRAIN_MS = 5_000;
  * Verifies per second of the same parameters, one thread per core verifying back to back, in this
  * process while the service is idle, just before and just after the run it is compared with (the
  * machine's speed drifts: bracketedRawRate): what the machine's cores can verify, with no hand-over
- * between two verifies. Prints it with the CPU time (this process, all threads) one verify takes
- * and the share of the machine left idle. Until the twenty-fourth round
+ * between two verifies. Prints it with the CPU time (this process, all threads) one verify takes,
+ * the kernel's part of it, the page faults (memory touched afresh) per verify and the share of the
+ * machine left idle. Until the twenty-fourth round
  * (docs/performance-history.md) the loop kept two verifies in flight on this process's libuv pool
  * of four threads, which left the cores 5–15 % idle between verifies, as the service's pool of
  * four did.
@@ -538,15 +541,17 @@ async function measureRawArgon2Rate(): Promise<number> {
   );
   const until = Date.now() + durationSeconds * 1000;
   const cpuBefore = process.cpuUsage();
+  const faultsBefore = process.resourceUsage().minorPageFault;
   const machine = meterMachine();
   const counts = await Promise.all(threads.map((thread) => thread.verifyUntil(until)));
   const cpu = process.cpuUsage(cpuBefore);
+  const faults = process.resourceUsage().minorPageFault - faultsBefore;
   const { machineIdleShare } = machine.read();
   const count = counts.reduce((sum, verified) => sum + verified, 0);
   const rate = count / durationSeconds;
   console.log(
     `Raw Argon2id verify rate (same parameters, ${threads.length} threads back to back): ${Math.round(rate)}/s, ` +
-      `${Math.round((cpu.user + cpu.system) / count)} µs of CPU per verify (kernel ${Math.round(cpu.system / count)}), machine idle ${Math.round(machineIdleShare * 100)} %`,
+      `${Math.round((cpu.user + cpu.system) / count)} µs of CPU per verify (kernel ${Math.round(cpu.system / count)}; ${Math.round(faults / count)} page faults), machine idle ${Math.round(machineIdleShare * 100)} %`,
   );
   return rate;
 }
@@ -702,6 +707,7 @@ function record(
     meteredSeconds,
     threadPoolCpuSeconds,
     threadPoolSystemCpuSeconds,
+    threadPoolMinorFaults,
     httpThreadBusy,
     instructions,
     fileWrites,
@@ -731,6 +737,7 @@ function record(
     cpuMicrosPerRequest: perRequest(cpuSeconds),
     threadPoolCpuMicrosPerRequest: perRequest(threadPoolCpuSeconds),
     threadPoolSystemCpuMicrosPerRequest: perRequest(threadPoolSystemCpuSeconds),
+    threadPoolMinorFaultsPerRequest: countPerRequest(threadPoolMinorFaults, 1, 0),
     meteredSeconds: meteredSeconds === undefined ? null : roundToThousandths(meteredSeconds),
     serviceCores:
       meteredSeconds === undefined || cpuSeconds === undefined
@@ -749,7 +756,7 @@ function record(
       `p50 ${result.p50} p95 ${result.p95} p99 ${result.p99} ms  non-2xx ${result.non2xx}  ` +
       `ratio ${entry.ratio} (to ${describeReference(reference)})${peakRssMb === null ? '' : `  peak RSS ${peakRssMb} MB`}` +
       `${entry.cpuMicrosPerRequest === null ? '' : `  CPU ${entry.cpuMicrosPerRequest} µs/req`}` +
-      `${entry.threadPoolCpuMicrosPerRequest === null ? '' : ` (thread pool: ${entry.threadPoolCpuMicrosPerRequest}, kernel ${entry.threadPoolSystemCpuMicrosPerRequest})`}` +
+      `${entry.threadPoolCpuMicrosPerRequest === null ? '' : ` (thread pool: ${entry.threadPoolCpuMicrosPerRequest}, kernel ${entry.threadPoolSystemCpuMicrosPerRequest}; ${entry.threadPoolMinorFaultsPerRequest} page faults)`}` +
       `${entry.serviceCores === null ? '' : `, ${entry.serviceCores} cores over ${entry.meteredSeconds} s`}` +
       `${entry.kiloInstructionsPerRequest === null ? '' : `  ${entry.kiloInstructionsPerRequest}k instructions/req`}` +
       `${entry.fileWritesPerRequest === null ? '' : `  pwrite ${entry.fileWritesPerRequest}/req`}` +
@@ -771,6 +778,8 @@ interface ServiceSpending {
   readonly threadPoolCpuSeconds: number;
   /** The kernel's part of `threadPoolCpuSeconds`. */
   readonly threadPoolSystemCpuSeconds: number;
+  /** The thread pool's minor page faults. */
+  readonly threadPoolMinorFaults: number;
   readonly httpThreadBusy: readonly ThreadBusy[];
   /** With --instructions, the instructions its threads executed (null where perf cannot count). */
   readonly instructions: number | null;
@@ -824,6 +833,7 @@ async function measured<T>(
       meteredSeconds: elapsedSeconds,
       threadPoolCpuSeconds: threadPoolAfter.seconds - threadPoolBefore.seconds,
       threadPoolSystemCpuSeconds: threadPoolAfter.systemSeconds - threadPoolBefore.systemSeconds,
+      threadPoolMinorFaults: threadPoolAfter.minorFaults - threadPoolBefore.minorFaults,
       httpThreadBusy,
       instructions: counts[INSTRUCTIONS] ?? null,
       fileWrites: counts[FILE_WRITES] ?? null,

@@ -12,6 +12,8 @@ export interface ProcessThread {
   readonly cpuSeconds: number;
   /** The part of `cpuSeconds` spent in the kernel (system time). */
   readonly systemCpuSeconds: number;
+  /** Its page faults so far that needed no read from disk (minor faults): memory first touched. */
+  readonly minorFaults: number;
   readonly niceness: number;
 }
 
@@ -37,7 +39,7 @@ export function processThreads(pid: number | 'self' = 'self'): ProcessThread[] {
   return threads;
 }
 
-/** The name, CPU time and niceness in the text of a /proc `stat` file (a process's or a thread's). */
+/** The name, CPU time, minor faults and niceness in the text of a /proc `stat` file (a process's or a thread's). */
 export function parseStat(text: string): Omit<ProcessThread, 'id'> {
   // The name (field 2) is in parentheses and may itself hold spaces or parentheses: the last
   // ')' ends it. The fields after it start at field 3, so field n is at index n - 3.
@@ -45,6 +47,8 @@ export function parseStat(text: string): Omit<ProcessThread, 'id'> {
   const fields = text.slice(nameEnd + 2).split(' ');
   return {
     name: text.slice(text.indexOf('(') + 1, nameEnd),
+    // Field 10.
+    minorFaults: Number(fields[7]),
     // Fields 14 and 15: user and system time, in clock ticks.
     cpuSeconds: (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND,
     systemCpuSeconds: Number(fields[12]) / CLOCK_TICKS_PER_SECOND,

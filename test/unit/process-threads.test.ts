@@ -3,7 +3,8 @@ import { parseStat, processThreads } from '../../src/threads/process-threads.ts'
 
 /**
  * A thread's /proc stat line as Linux writes it (proc(5)): pid, (comm), state, then the numeric
- * fields; utime 700 and stime 250 ticks (fields 14 and 15), niceness 19 (field 19).
+ * fields; 1200 minor faults (field 10), utime 700 and stime 250 ticks (fields 14 and 15), niceness
+ * 19 (field 19).
  */
 const STAT_LINE =
   '4242 (a (b) c) S 4200 4200 4200 0 -1 4194368 1200 0 0 0 700 250 0 0 39 19 6 0 1234 ' +
@@ -21,11 +22,18 @@ describe("a thread's CPU time from /proc (process-threads.ts)", () => {
     expect(stat.niceness).toBe(19);
   });
 
+  it("reads the minor faults, not the children's or the major ones beside them", () => {
+    const line = STAT_LINE.replace(' 4194368 1200 0 0 0 ', ' 4194368 1200 7 3 5 ');
+    expect(parseStat(line).minorFaults).toBe(1200);
+  });
+
   it("lists this process's own threads, the main one among them", () => {
     const threads = processThreads();
     const main = threads.find((thread) => thread.id === process.pid);
     expect(main).toBeDefined();
     expect(main!.systemCpuSeconds).toBeGreaterThanOrEqual(0);
     expect(main!.systemCpuSeconds).toBeLessThanOrEqual(main!.cpuSeconds);
+    // A running Node process has touched memory: its main thread has faulted pages in.
+    expect(main!.minorFaults).toBeGreaterThan(0);
   });
 });
