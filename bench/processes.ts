@@ -16,12 +16,13 @@ export interface MeasuredProcess {
   /** CPU time the process has used so far, all its threads, user and system, in seconds. */
   cpuSeconds(): number;
   /**
-   * The part of `cpuSeconds` spent on libuv's thread pool (threads named `libuv-worker`), where
-   * Argon2id runs: a sign-in's CPU splits into the hash and everything around it. `systemSeconds`
-   * is the kernel's part of it (a verify maps its 19 MiB afresh and unmaps it after), and
-   * `minorFaults` the pages the pool's threads touched for the first time (faulted in).
+   * What libuv's thread pool (threads named `libuv-worker`), where Argon2id runs, has spent so
+   * far, its threads summed: `seconds` is the part of `cpuSeconds` on the pool (a sign-in's CPU
+   * splits into the hash and everything around it), `systemSeconds` the kernel's part of that (a
+   * verify maps its 19 MiB afresh and unmaps it after), and `minorFaults` the pages the pool's
+   * threads touched for the first time (faulted in).
    */
-  threadPoolCpuSeconds(): { seconds: number; systemSeconds: number; minorFaults: number };
+  threadPoolUsage(): ThreadUsage;
   /**
    * CPU time so far of each HTTP thread, by thread id: the main thread (`MainThread`) and the
    * others (named by the service, `HTTP_THREAD_NAME`).
@@ -32,13 +33,18 @@ export interface MeasuredProcess {
   stop(): Promise<void>;
 }
 
-export interface ThreadCpu {
-  readonly name: string;
+/** What a thread (or several, summed) has spent so far. */
+export interface ThreadUsage {
+  /** CPU time, user and system. */
   readonly seconds: number;
   /** The kernel's part of `seconds`. */
   readonly systemSeconds: number;
-  /** Its minor page faults so far. */
+  /** Minor page faults. */
   readonly minorFaults: number;
+}
+
+export interface ThreadCpu extends ThreadUsage {
+  readonly name: string;
 }
 
 /** A port that is free now (the OS picks it; we release it for the child to bind). */
@@ -110,7 +116,7 @@ export async function startProcess(
     },
     resetPeakRss: () => writeFileSync(`/proc/${child.pid}/clear_refs`, '5'),
     cpuSeconds: () => parseStat(readFileSync(`/proc/${child.pid}/stat`, 'utf8')).cpuSeconds,
-    threadPoolCpuSeconds: () => {
+    threadPoolUsage: () => {
       let seconds = 0;
       let systemSeconds = 0;
       let minorFaults = 0;

@@ -803,7 +803,7 @@ async function measured<T>(
   service: MeasuredProcess,
   run: () => Promise<T>,
 ): Promise<{ result: T; spent: ServiceSpending }> {
-  const threadPoolBefore = service.threadPoolCpuSeconds();
+  const threadPoolBefore = service.threadPoolUsage();
   const threadsBefore = service.httpThreadCpuSeconds();
   // The process's CPU is read right at the window's ends, so that `meteredSeconds` is its window.
   const cpuBefore = service.cpuSeconds();
@@ -813,7 +813,7 @@ async function measured<T>(
       ? { result: await run(), counts: {} as Record<string, number | null> }
       : await countPerfEvents(service.child.pid!, perfEvents, run);
   const cpuSeconds = service.cpuSeconds() - cpuBefore;
-  const threadPoolAfter = service.threadPoolCpuSeconds();
+  const threadPoolAfter = service.threadPoolUsage();
   const elapsedSeconds = (performance.now() - started) / 1000;
   const httpThreadBusy = [...service.httpThreadCpuSeconds()]
     .map(([id, { name, seconds }]) => ({

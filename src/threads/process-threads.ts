@@ -39,7 +39,10 @@ export function processThreads(pid: number | 'self' = 'self'): ProcessThread[] {
   return threads;
 }
 
-/** The name, CPU time, minor faults and niceness in the text of a /proc `stat` file (a process's or a thread's). */
+/**
+ * The name, CPU time, minor faults and niceness in the text of a /proc `stat` file (a process's or
+ * a thread's).
+ */
 export function parseStat(text: string): Omit<ProcessThread, 'id'> {
   // The name (field 2) is in parentheses and may itself hold spaces or parentheses: the last
   // ')' ends it. The fields after it start at field 3, so field n is at index n - 3.
