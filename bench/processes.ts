@@ -1,7 +1,7 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { parseStat, processThreads } from '../src/threads/process-threads.ts';
+import { parseStat, type ProcessThread, processThreads } from '../src/threads/process-threads.ts';
 import { HTTP_THREAD_NAME } from '../src/threads/http-threads.ts';
 import { POOL_THREAD_NAME } from '../src/threads/thread-pool.ts';
 
@@ -17,35 +17,24 @@ export interface MeasuredProcess {
   cpuSeconds(): number;
   /**
    * What libuv's thread pool (threads named `libuv-worker`), where Argon2id runs, has spent so
-   * far, its threads summed: `seconds` is the part of `cpuSeconds` on the pool (a sign-in's CPU
-   * splits into the hash and everything around it), `systemSeconds` the kernel's part of that (a
-   * verify maps its 19 MiB afresh and unmaps it after), and `minorFaults` the pages the pool's
-   * threads touched for the first time (faulted in).
+   * far, its threads summed: `cpuSeconds` is the part of the process's CPU time spent on the
+   * pool (a sign-in's CPU splits into the hash and everything around it), `systemCpuSeconds` the
+   * kernel's part of that (a verify maps its 19 MiB afresh and unmaps it after), and `minorFaults`
+   * the pages the pool's threads touched for the first time (faulted in).
    */
   threadPoolUsage(): ThreadUsage;
   /**
    * CPU time so far of each HTTP thread, by thread id: the main thread (`MainThread`) and the
    * others (named by the service, `HTTP_THREAD_NAME`).
    */
-  httpThreadCpuSeconds(): Map<number, ThreadCpu>;
+  httpThreadCpuSeconds(): Map<number, ProcessThread>;
   /** The process's memory map with each mapping's resident size (Linux: /proc/<pid>/smaps). */
   memoryMap(): string;
   stop(): Promise<void>;
 }
 
-/** What a thread (or several, summed) has spent so far. */
-export interface ThreadUsage {
-  /** CPU time, user and system. */
-  readonly seconds: number;
-  /** The kernel's part of `seconds`. */
-  readonly systemSeconds: number;
-  /** Minor page faults. */
-  readonly minorFaults: number;
-}
-
-export interface ThreadCpu extends ThreadUsage {
-  readonly name: string;
-}
+/** What a thread (or several, summed) has spent so far: CPU time, its kernel part, page faults. */
+export type ThreadUsage = Pick<ProcessThread, 'cpuSeconds' | 'systemCpuSeconds' | 'minorFaults'>;
 
 /** A port that is free now (the OS picks it; we release it for the child to bind). */
 export function freePort(): Promise<number> {
@@ -59,20 +48,12 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** CPU time so far of each thread of `pid` whose name is one of `names`, by thread id. */
-function threadsNamed(pid: number, names: readonly string[]): Map<number, ThreadCpu> {
+/** The threads of `pid` whose name is one of `names`, with what each has spent so far, by id. */
+function threadsNamed(pid: number, names: readonly string[]): Map<number, ProcessThread> {
   return new Map(
     processThreads(pid)
       .filter((thread) => names.includes(thread.name))
-      .map((thread) => [
-        thread.id,
-        {
-          name: thread.name,
-          seconds: thread.cpuSeconds,
-          systemSeconds: thread.systemCpuSeconds,
-          minorFaults: thread.minorFaults,
-        },
-      ]),
+      .map((thread) => [thread.id, thread]),
   );
 }
 
@@ -117,15 +98,15 @@ export async function startProcess(
     resetPeakRss: () => writeFileSync(`/proc/${child.pid}/clear_refs`, '5'),
     cpuSeconds: () => parseStat(readFileSync(`/proc/${child.pid}/stat`, 'utf8')).cpuSeconds,
     threadPoolUsage: () => {
-      let seconds = 0;
-      let systemSeconds = 0;
+      let cpuSeconds = 0;
+      let systemCpuSeconds = 0;
       let minorFaults = 0;
       for (const thread of threadsNamed(child.pid!, [POOL_THREAD_NAME]).values()) {
-        seconds += thread.seconds;
-        systemSeconds += thread.systemSeconds;
+        cpuSeconds += thread.cpuSeconds;
+        systemCpuSeconds += thread.systemCpuSeconds;
         minorFaults += thread.minorFaults;
       }
-      return { seconds, systemSeconds, minorFaults };
+      return { cpuSeconds, systemCpuSeconds, minorFaults };
     },
     httpThreadCpuSeconds: () => threadsNamed(child.pid!, ['MainThread', HTTP_THREAD_NAME]),
     memoryMap: () => readFileSync(`/proc/${child.pid}/smaps`, 'utf8'),

@@ -816,9 +816,11 @@ async function measured<T>(
   const threadPoolAfter = service.threadPoolUsage();
   const elapsedSeconds = (performance.now() - started) / 1000;
   const httpThreadBusy = [...service.httpThreadCpuSeconds()]
-    .map(([id, { name, seconds }]) => ({
-      thread: name,
-      shareOfCore: roundToHundredths((seconds - (threadsBefore.get(id)?.seconds ?? 0)) / elapsedSeconds),
+    .map(([id, thread]) => ({
+      thread: thread.name,
+      shareOfCore: roundToHundredths(
+        (thread.cpuSeconds - (threadsBefore.get(id)?.cpuSeconds ?? 0)) / elapsedSeconds,
+      ),
     }))
     // The main thread first, then the busiest.
     .sort(
@@ -831,8 +833,8 @@ async function measured<T>(
     spent: {
       cpuSeconds,
       meteredSeconds: elapsedSeconds,
-      threadPoolCpuSeconds: threadPoolAfter.seconds - threadPoolBefore.seconds,
-      threadPoolSystemCpuSeconds: threadPoolAfter.systemSeconds - threadPoolBefore.systemSeconds,
+      threadPoolCpuSeconds: threadPoolAfter.cpuSeconds - threadPoolBefore.cpuSeconds,
+      threadPoolSystemCpuSeconds: threadPoolAfter.systemCpuSeconds - threadPoolBefore.systemCpuSeconds,
       threadPoolMinorFaults: threadPoolAfter.minorFaults - threadPoolBefore.minorFaults,
       httpThreadBusy,
       instructions: counts[INSTRUCTIONS] ?? null,
