@@ -65,6 +65,9 @@ const selected = (name: string) => onlyScenarios === undefined || onlyScenarios.
 /** The scenarios run again once the tables hold the bulk data, and the suffix their names get then. */
 const BULK_SCENARIOS = ['list of 25', 'audited write'];
 const BULK_SUFFIX = ' [bulk data]';
+/** Whether a scenario runs in the pass whose names get `suffix`: by its own name, or by its name there. */
+const selectedInPass = (name: string, suffix: string) =>
+  selected(name) || (suffix !== '' && selected(`${name}${suffix}`));
 const dialect = options.dialect === 'postgres' ? 'postgres' : 'sqlite';
 const durationSeconds = Number(options.duration);
 const warmupSeconds = Number(options.warmup);
@@ -179,8 +182,7 @@ async function main(): Promise<void> {
     const base = `http://127.0.0.1:${service.port}`;
     const seed = await seedThroughApi(base);
     await runScenarios(service, base, seed, '');
-    const bulkSelected = BULK_SCENARIOS.some((name) => selected(name) || selected(`${name}${BULK_SUFFIX}`));
-    if (!options['skip-bulk'] && bulkSelected) {
+    if (!options['skip-bulk'] && BULK_SCENARIOS.some((name) => selectedInPass(name, BULK_SUFFIX))) {
       console.log(
         '\nSeeding 1,000,000 audit entries, 100,000 persons (1,000 of them owning the scopes) and 10,000 scopes in bulk…',
       );
@@ -301,8 +303,8 @@ async function runScenarios(
     },
   ];
   for (const scenario of scenarios) {
-    const wanted = selected(scenario.name) || (suffix !== '' && selected(`${scenario.name}${suffix}`));
-    if ((only !== undefined && !only.includes(scenario.name)) || !wanted) continue;
+    if ((only !== undefined && !only.includes(scenario.name)) || !selectedInPass(scenario.name, suffix))
+      continue;
     for (const connections of CONNECTIONS) {
       const load = await scenario.load(connections);
       if (load === null) {
