@@ -20,6 +20,7 @@ import {
 } from './measure.ts';
 import { countPerfEvents } from './perf-counters.ts';
 import { type MeasuredProcess, startProcess } from './processes.ts';
+import { describeSteadiness, measureSteadiness, type SteadinessPass } from './steadiness.ts';
 import {
   countLockedRefusalAccounts,
   refusalAccountEmail,
@@ -147,6 +148,10 @@ const results: ScenarioResult[] = [];
 let refusalAccounts: { wrongPasswords: number; accounts: number; locked: number } | null = null;
 /** The bare Fastify server, kept running: each scenario's ratio is to a run of it just before. */
 let baseline: MeasuredProcess;
+/** How long each pass of the steadiness meter runs, one busy thread and then one per core. */
+const STEADINESS_SECONDS = 5;
+/** The machine's steadiness, measured first (bench/steadiness.ts); kept in the JSON's `machine`. */
+let steadiness: SteadinessPass[] = [];
 let clientAddressCounter = 0;
 /** Every login request comes from its own address (named by a trusted caller), so the 10/min
  * authentication budget, which stays in force, never throttles the benchmark. */
@@ -162,6 +167,10 @@ const distinctClientAddress = () => {
 async function main(): Promise<void> {
   console.log(
     `Portcullis benchmark: ${dialect}, ${durationSeconds} s per run, ${cpus().length} CPUs, ${Math.round(totalmem() / 2 ** 30)} GiB`,
+  );
+  steadiness = await measureSteadiness(STEADINESS_SECONDS);
+  console.log(
+    `Machine steadiness (busy threads, ${STEADINESS_SECONDS} s a pass):\n${describeSteadiness(steadiness)}`,
   );
   baseline = await startProcess(
     join(import.meta.dirname, 'baseline-server.ts'),
@@ -884,7 +893,7 @@ function printSummary() {
         dialect,
         durationSeconds,
         runs: runCount,
-        machine: { cpus: cpus().length, model: cpus()[0]?.model, node: process.version },
+        machine: { cpus: cpus().length, model: cpus()[0]?.model, node: process.version, steadiness },
         results,
         refusalAccounts,
       },
