@@ -33,8 +33,8 @@ import {
  * Measures the machine's steadiness (steadiness.ts), starts a bare Fastify baseline and the
  * service (as separate processes), seeds data, drives each scenario with autocannon at 32 and 128
  * connections after a warm-up (with --runs, that many times, reporting the median run), and
- * prints a table per scenario with the ratio to the baseline and the service's peak RSS. JSON goes to bench/results/latest-<dialect>.json. See
- * docs/performance.md.
+ * prints a table per scenario with the ratio to the baseline and the service's peak RSS. JSON
+ * goes to bench/results/latest-<dialect>.json. See docs/performance.md.
  */
 
 const { values: options } = parseArgs({
