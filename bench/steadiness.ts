@@ -52,15 +52,16 @@ async function runPass(threads: number, seconds: number): Promise<SteadinessPass
     }),
   );
   const sum = (pick: (report: ThreadReport) => number) => reports.reduce((total, r) => total + pick(r), 0);
-  const elapsedSeconds = sum((r) => r.elapsedMs) / 1000;
-  const workingMs = sum((r) => r.elapsedMs - r.heldUpMs);
+  const elapsedMs = sum((r) => r.elapsedMs);
+  const heldUpMs = sum((r) => r.heldUpMs);
+  const elapsedSeconds = elapsedMs / 1000;
   return {
     threads,
-    nanosecondsPerUnit: Math.round((workingMs * 1e6) / sum((r) => r.units - r.heldUpUnits)),
+    nanosecondsPerUnit: Math.round(((elapsedMs - heldUpMs) * 1e6) / sum((r) => r.units - r.heldUpUnits)),
     stallsOver1MsPerSecond: Math.round((sum((r) => r.stallsOver1Ms) / elapsedSeconds) * 10) / 10,
     stallsOver5MsPerSecond: Math.round((sum((r) => r.stallsOver5Ms) / elapsedSeconds) * 10) / 10,
     longestStallMs: Math.round(Math.max(...reports.map((r) => r.longestMs)) * 100) / 100,
-    heldUpShare: Math.round((sum((r) => r.heldUpMs) / sum((r) => r.elapsedMs)) * 1000) / 1000,
+    heldUpShare: Math.round((heldUpMs / elapsedMs) * 1000) / 1000,
   };
 }
 
