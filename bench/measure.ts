@@ -120,8 +120,14 @@ function machineCpuTicks(): { idle: number; total: number } {
   return { idle: idle + iowait, total: user + nice + system + idle + iowait + irq + softirq + steal };
 }
 
+/** To one decimal place (rates of rare events, such as stalls a second). */
+export const roundToTenths = (value: number) => Math.round(value * 10) / 10;
+
 /** To two decimal places, as the figures are shown and kept. */
 export const roundToHundredths = (value: number) => Math.round(value * 100) / 100;
+
+/** To three decimal places, as ratios and shares are shown and kept. */
+export const roundToThousandths = (value: number) => Math.round(value * 1000) / 1000;
 
 /**
  * One autocannon run whose every connection sends a body of each kind in turn (POST), with a

@@ -15,6 +15,7 @@ import {
   type LoadResult,
   meterMachine,
   roundToHundredths,
+  roundToThousandths,
   runInterleaved,
   runLoad,
 } from './measure.ts';
@@ -672,8 +673,6 @@ function recordMedianRun(scenario: string, connections: number, runs: readonly M
     runP99s,
   });
 }
-
-const roundToThousandths = (value: number) => Math.round(value * 1000) / 1000;
 
 /**
  * The reference as the JSON keeps it: its rates to the hundredth (a mean of two or answers over a

@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
+import { roundToHundredths, roundToTenths, roundToThousandths } from './measure.ts';
 
 /** What the busy threads of one pass saw, all threads together. */
 export interface SteadinessPass {
@@ -58,10 +59,10 @@ async function runPass(threads: number, seconds: number): Promise<SteadinessPass
   return {
     threads,
     nanosecondsPerUnit: Math.round(((elapsedMs - heldUpMs) * 1e6) / sum((r) => r.units - r.heldUpUnits)),
-    stallsOver1MsPerSecond: Math.round((sum((r) => r.stallsOver1Ms) / elapsedSeconds) * 10) / 10,
-    stallsOver5MsPerSecond: Math.round((sum((r) => r.stallsOver5Ms) / elapsedSeconds) * 10) / 10,
-    longestStallMs: Math.round(Math.max(...reports.map((r) => r.longestMs)) * 100) / 100,
-    heldUpShare: Math.round((heldUpMs / elapsedMs) * 1000) / 1000,
+    stallsOver1MsPerSecond: roundToTenths(sum((r) => r.stallsOver1Ms) / elapsedSeconds),
+    stallsOver5MsPerSecond: roundToTenths(sum((r) => r.stallsOver5Ms) / elapsedSeconds),
+    longestStallMs: roundToHundredths(Math.max(...reports.map((r) => r.longestMs))),
+    heldUpShare: roundToThousandths(heldUpMs / elapsedMs),
   };
 }
 
