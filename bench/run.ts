@@ -30,7 +30,8 @@ import {
 } from './seed-bulk.ts';
 
 /**
- * `npm run bench [-- --dialect postgres] [-- --duration 10] [-- --skip-bulk] [-- --runs 3]`
+ * `npm run bench [-- --dialect postgres] [-- --duration 10] [-- --skip-bulk] [-- --runs 3]
+ *  [-- --connections 128,32]`
  * Measures the machine's steadiness (steadiness.ts), starts a bare Fastify baseline and the
  * service (as separate processes), seeds data, drives each scenario with autocannon at 32 and 128
  * connections after a warm-up (with --runs, that many times, reporting the median run), and
@@ -57,6 +58,10 @@ const { values: options } = parseArgs({
     instructions: { type: 'boolean', default: false },
     // Count SQLite's page writes and reads (pwrite/pread calls) per request with Linux perf.
     'file-io': { type: 'boolean', default: false },
+    // The connection counts each scenario runs at, in this order ("128,32" runs the larger first:
+    // a service's first sign-ins cost more than its later ones, and the order tells the first
+    // minute from the connection count). The refusal pair always runs at 32.
+    connections: { type: 'string', default: '32,128' },
     // Extra Node.js options for the service process (e.g. "--max-semi-space-size=8"), to try
     // V8 settings without editing the start script.
     'service-node-options': { type: 'string', default: '' },
@@ -75,7 +80,9 @@ const durationSeconds = Number(options.duration);
 const warmupSeconds = Number(options.warmup);
 const runCount = Number(options.runs);
 if (!Number.isInteger(runCount) || runCount < 1) throw new Error('--runs takes a whole number, 1 or more.');
-const CONNECTIONS = [32, 128] as const;
+const CONNECTIONS = options.connections.split(',').map((count) => Number(count.trim()));
+if (CONNECTIONS.some((count) => !Number.isInteger(count) || count < 1))
+  throw new Error('--connections takes whole numbers, 1 or more, separated by commas (e.g. 128,32).');
 const POSTGRES_ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const BENCH_DATABASE = 'portcullis_bench';
 const CALLER_KEY = 'bench-trusted-caller-key-0123456789abcdef';
