@@ -60,7 +60,8 @@ const { values: options } = parseArgs({
     'file-io': { type: 'boolean', default: false },
     // The connection counts each scenario runs at, in this order ("128,32" runs the larger first:
     // a service's first sign-ins cost more than its later ones, and the order tells the first
-    // minute from the connection count). The refusal pair always runs at 32.
+    // minute from the connection count). A count may repeat: "32,32,32,32" measures four windows
+    // of one count in a row. The refusal pair always runs at 32.
     connections: { type: 'string', default: '32,128' },
     // Extra Node.js options for the service process (e.g. "--max-semi-space-size=8"), to try
     // V8 settings without editing the start script.
