@@ -79,10 +79,12 @@ const selectedInPass = (name: string, suffix: string) =>
 const dialect = options.dialect === 'postgres' ? 'postgres' : 'sqlite';
 const durationSeconds = Number(options.duration);
 const warmupSeconds = Number(options.warmup);
+/** A count of runs or connections: a whole number, 1 or more. */
+const isCount = (value: number) => Number.isInteger(value) && value >= 1;
 const runCount = Number(options.runs);
-if (!Number.isInteger(runCount) || runCount < 1) throw new Error('--runs takes a whole number, 1 or more.');
+if (!isCount(runCount)) throw new Error('--runs takes a whole number, 1 or more.');
 const CONNECTIONS = options.connections.split(',').map((count) => Number(count.trim()));
-if (CONNECTIONS.some((count) => !Number.isInteger(count) || count < 1))
+if (!CONNECTIONS.every(isCount))
   throw new Error('--connections takes whole numbers, 1 or more, separated by commas (e.g. 128,32).');
 const POSTGRES_ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const BENCH_DATABASE = 'portcullis_bench';
