@@ -143,7 +143,9 @@ for (const byFunction of spent)
 const column = (text: string) => text.padStart(9);
 const milliseconds = (micros: number) => column((micros / 1000).toFixed(1));
 console.log(`The HTTP threads: ${httpThreads.map((thread) => basename(thread.file)).join(', ')}`);
-console.log('Busy time of the two HTTP threads, ms, window by window (seconds from the first sample):');
+console.log(
+  "Busy time of the two HTTP threads, ms, stretch by stretch (a window's warm-up, then its run; seconds from the first sample):",
+);
 console.log(
   `${''.padStart(60)}${windows.map(({ from, to }) => column(`${Math.round((from - start) / 1e6)}–${Math.round((to - start) / 1e6)}`)).join('')}`,
 );
