@@ -5,11 +5,11 @@
  * Node writes one profile per thread. The service's HTTP threads are its two busiest; between two
  * measured windows they idle while the bench measures its reference (the floor or the raw Argon2id
  * threads), so the windows show as busy stretches of their samples (a warm-up and a run each, the
- * reference measured between the two). For each stretch the tool
- * prints the two threads' sampled busy time and where it went, function by function (self time):
- * set against each window's request count it tells what a window's requests cost more than
- * another's, and whether one function or the whole path (the fifty-eighth round's question about a
- * fresh service's first minute of sign-ins) carries the difference.
+ * reference measured between the two). For each stretch the tool prints the two threads' sampled
+ * busy time and where it went, function by function (self time): set against each window's request
+ * count it tells what a window's requests cost more than another's, and whether one function or the
+ * whole path (the fifty-eighth round's question about a fresh service's first minute of sign-ins)
+ * carries the difference.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
@@ -36,9 +36,9 @@ interface ThreadSamples {
 
 const IDLE = '(idle)';
 const BIN_MICROS = 1_000_000;
-// A stretch is a window when the busier thread is busy over 1 % of each second, gaps of up to two
-// seconds bridged (a window's warm-up and run, a quiet second inside one) and three seconds long
-// at least; the first second, the service starting, is left out.
+// A stretch is busy when the busier thread is busy over 1 % of each second, gaps of up to two
+// seconds bridged (a quiet second inside a warm-up or a run; the reference between the two takes
+// longer) and three seconds long at least; the first second, the service starting, is left out.
 const BUSY_SHARE = 0.01;
 const BRIDGED_BINS = 2;
 const SHORTEST_BINS = 3;
