@@ -106,6 +106,11 @@ class CodeMap {
   }
 }
 
+/**
+ * A piece of code's place: a function's by the tier V8 logs with it (a trailing ' marks code
+ * entered mid-loop, on-stack replacement); bytecode handlers and the interpreter's builtins are
+ * Ignition's, the builtins Sparkplug's code calls (named ...Baseline) Sparkplug's, the rest builtins.
+ */
 function placeOfCode(type: string, name: string, state: string | undefined): Place {
   if (type === 'JS') return TIER_BY_STATE[state?.replace("'", '') ?? ''] ?? 'Ignition';
   if (type === 'BytecodeHandler') return 'Ignition';
