@@ -34,6 +34,8 @@ const PLACES = [
   'libc',
 ] as const;
 type Place = (typeof PLACES)[number];
+/** Where a busy thread's ticks land: everywhere but libc, where an idle one waits. */
+const BUSY_PLACES: readonly Place[] = PLACES.filter((place) => place !== 'libc');
 /** The tiers a function's code is compiled to, by the state V8 logs with it. */
 const TIER_BY_STATE: Readonly<Record<string, Place>> = {
   '~': 'Ignition',
@@ -254,17 +256,12 @@ const row = (label: string, count: (index: number) => number) =>
 console.log(`The HTTP threads: ${httpThreads.map((thread) => basename(thread.file)).join(', ')}`);
 console.log(
   "Ticks of the two HTTP threads (about a millisecond each), stretch by stretch (a window's warm-up, then its run;\n" +
-    "seconds from the first thread's start), by where they landed, and what V8 compiled and deoptimized there:",
+    "seconds from the busier thread's start), by where they landed, and what V8 compiled and deoptimized there:",
 );
 console.log(
   `${''.padStart(28)}${stretches.map(({ from, to }) => column(`${from / BIN_MICROS}–${to / BIN_MICROS}`)).join('')}`,
 );
-row('busy (all but libc)', (index) =>
-  ticksAt(
-    index,
-    PLACES.filter((place) => place !== 'libc'),
-  ),
-);
+row('busy (all but libc)', (index) => ticksAt(index, BUSY_PLACES));
 for (const place of PLACES) row(place, (index) => ticksAt(index, [place]));
 for (const tier of ['Sparkplug', 'Maglev', 'Turbofan'] as const)
   row(`compiled to ${tier}`, (index) => eventsAt(index, tier));
