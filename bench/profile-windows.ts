@@ -13,6 +13,7 @@
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
+import { busyStretches, httpThreadsOf } from './busy-stretches.ts';
 
 /** The V8 CPU profile format (`.cpuprofile`), as much of it as the tool reads. */
 interface CpuProfile {
@@ -36,12 +37,11 @@ interface ThreadSamples {
 
 const IDLE = '(idle)';
 const BIN_MICROS = 1_000_000;
-// A stretch is busy when the busier thread is busy over 1 % of each second, gaps of up to two
-// seconds bridged (a quiet second inside a warm-up or a run; the reference between the two takes
-// longer) and three seconds long at least; the first second, the service starting, is left out.
+// A second is busy when the busier thread is busy over 1 % of it; a quiet second is bridged (inside
+// a warm-up or a run; the reference between the two takes longer) and a stretch is three seconds
+// long at least.
 const BUSY_SHARE = 0.01;
-const BRIDGED_BINS = 2;
-const SHORTEST_BINS = 3;
+const STRETCHES = { bridgedSeconds: 1, shortestSeconds: 3 };
 const TOP_FUNCTIONS = 25;
 
 function readThread(file: string): ThreadSamples {
@@ -84,17 +84,14 @@ function windowsOf(thread: ThreadSamples): { readonly from: number; readonly to:
     bins[bin].all += thread.weight[index] ?? 0;
     if (thread.what[index] !== IDLE) bins[bin].busy += thread.weight[index] ?? 0;
   });
-  const stretches: { first: number; last: number }[] = [];
-  for (let bin = 1; bin < bins.length; bin += 1) {
+  const isBusy = (bin: number) => {
     const counts = bins[bin];
-    if (counts === undefined || counts.all === 0 || counts.busy / counts.all <= BUSY_SHARE) continue;
-    const previous = stretches.at(-1);
-    if (previous !== undefined && bin - previous.last <= BRIDGED_BINS) previous.last = bin;
-    else stretches.push({ first: bin, last: bin });
-  }
-  return stretches
-    .filter(({ first, last }) => last - first + 1 >= SHORTEST_BINS)
-    .map(({ first, last }) => ({ from: start + first * BIN_MICROS, to: start + (last + 1) * BIN_MICROS }));
+    return counts !== undefined && counts.all !== 0 && counts.busy / counts.all > BUSY_SHARE;
+  };
+  return busyStretches(bins.length, isBusy, STRETCHES).map(({ first, last }) => ({
+    from: start + first * BIN_MICROS,
+    to: start + (last + 1) * BIN_MICROS,
+  }));
 }
 
 const directory = process.argv[2] ?? join(import.meta.dirname, 'profiles');
@@ -110,18 +107,13 @@ for (const name of readdirSync(directory).filter((entry) => entry.endsWith('.cpu
   const processId = name.split('.')[3] ?? name;
   byProcess.set(processId, [...(byProcess.get(processId) ?? []), readThread(join(directory, name))]);
 }
-const busiestFirst = (threads: readonly ThreadSamples[]) =>
-  [...threads].sort((a, b) => b.busyMicros - a.busyMicros);
-const service = [...byProcess.values()]
-  .map((threads) => busiestFirst(threads))
-  .sort((a, b) => (b[0]?.busyMicros ?? 0) - (a[0]?.busyMicros ?? 0))[0];
-if (service === undefined || service.length < 2) {
+const httpThreads = httpThreadsOf(byProcess, (thread) => thread.busyMicros);
+if (httpThreads === undefined) {
   console.error(`No process with two profiled threads in ${directory}: run the bench with --profile first.`);
   process.exit(1);
 }
-const httpThreads = service.slice(0, 2);
-const windows = windowsOf(httpThreads[0] as ThreadSamples);
-const start = httpThreads[0]?.at[0] ?? 0;
+const windows = windowsOf(httpThreads[0]);
+const start = httpThreads[0].at[0] ?? 0;
 
 const spent = windows.map(({ from, to }) => {
   const byFunction = new Map<string, number>();

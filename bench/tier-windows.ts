@@ -18,6 +18,7 @@
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
+import { busyStretches, httpThreadsOf } from './busy-stretches.ts';
 
 /** Where a tick landed: a tier of JavaScript, V8's own code, or native code outside V8's heap. */
 const PLACES = [
@@ -52,8 +53,7 @@ const BIN_MICROS = 1_000_000;
 // on some threads than on others. Gaps of a second are bridged and a stretch is three seconds at
 // least. The first second, the service starting, is left out.
 const BUSY_SHARE_OF_PEAK = 0.1;
-const BRIDGED_BINS = 1;
-const SHORTEST_BINS = 3;
+const STRETCHES = { bridgedSeconds: 1, shortestSeconds: 3 };
 
 interface Tick {
   readonly at: number;
@@ -185,16 +185,11 @@ function windowsOf(thread: ThreadLog): { readonly from: number; readonly to: num
   }
   // Array.from fills the seconds without a tick (holes) with zeros.
   const peak = Math.max(0, ...Array.from(busyByBin.slice(1), (busy) => busy ?? 0));
-  const stretches: { first: number; last: number }[] = [];
-  for (let bin = 1; bin < busyByBin.length; bin += 1) {
-    if ((busyByBin[bin] ?? 0) < BUSY_SHARE_OF_PEAK * peak) continue;
-    const previous = stretches.at(-1);
-    if (previous !== undefined && bin - previous.last <= BRIDGED_BINS + 1) previous.last = bin;
-    else stretches.push({ first: bin, last: bin });
-  }
-  return stretches
-    .filter(({ first, last }) => last - first + 1 >= SHORTEST_BINS)
-    .map(({ first, last }) => ({ from: first * BIN_MICROS, to: (last + 1) * BIN_MICROS }));
+  const isBusy = (bin: number) => (busyByBin[bin] ?? 0) >= BUSY_SHARE_OF_PEAK * peak;
+  return busyStretches(busyByBin.length, isBusy, STRETCHES).map(({ first, last }) => ({
+    from: first * BIN_MICROS,
+    to: (last + 1) * BIN_MICROS,
+  }));
 }
 
 const directory = process.argv[2];
@@ -211,14 +206,11 @@ for (const name of readdirSync(directory).filter((entry) => /^isolate-.*\.log$/.
   const processId = name.split('-')[2] ?? name;
   byProcess.set(processId, [...(byProcess.get(processId) ?? []), readThread(join(directory, name))]);
 }
-const service = [...byProcess.values()]
-  .map((threads) => [...threads].sort((a, b) => b.busyTicks - a.busyTicks))
-  .sort((a, b) => (b[0]?.busyTicks ?? 0) - (a[0]?.busyTicks ?? 0))[0];
-if (service === undefined || service.length < 2) {
+const httpThreads = httpThreadsOf(byProcess, (thread) => thread.busyTicks);
+if (httpThreads === undefined) {
   console.error(`No process with two logged threads in ${directory}: run the bench with --prof first.`);
   process.exit(1);
 }
-const httpThreads = service.slice(0, 2);
 // Each thread's log times its events from that thread's own start, so each finds its own windows.
 const windowsByThread = httpThreads.map((thread) => windowsOf(thread));
 if (windowsByThread[0]?.length !== windowsByThread[1]?.length) {
