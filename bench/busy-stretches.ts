@@ -1,3 +1,6 @@
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+
 /**
  * What `bench/profile-windows.ts` and `bench/tier-windows.ts` share: the bench's measured windows
  * found as busy stretches of a thread's seconds (between two windows the service idles while the
@@ -29,6 +32,24 @@ export function busyStretches(
     else stretches.push({ first: second, last: second });
   }
   return stretches.filter(({ first, last }) => last - first + 1 >= shortestSeconds);
+}
+
+/**
+ * A run's per-thread files in `directory`, read and grouped by the process that wrote them;
+ * `processIdOf` reads the process id from a file's name, and passes over other files (undefined).
+ */
+export function threadsByProcess<Thread>(
+  directory: string,
+  processIdOf: (fileName: string) => string | undefined,
+  read: (path: string) => Thread,
+): Map<string, Thread[]> {
+  const byProcess = new Map<string, Thread[]>();
+  for (const fileName of readdirSync(directory)) {
+    const processId = processIdOf(fileName);
+    if (processId === undefined) continue;
+    byProcess.set(processId, [...(byProcess.get(processId) ?? []), read(join(directory, fileName))]);
+  }
+  return byProcess;
 }
 
 /**

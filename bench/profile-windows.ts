@@ -11,9 +11,9 @@
  * whole path (the fifty-eighth round's question about a fresh service's first minute of sign-ins)
  * carries the difference.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { busyStretches, httpThreadsOf } from './busy-stretches.ts';
+import { busyStretches, httpThreadsOf, threadsByProcess } from './busy-stretches.ts';
 
 /** The V8 CPU profile format (`.cpuprofile`), as much of it as the tool reads. */
 interface CpuProfile {
@@ -102,11 +102,11 @@ if (!existsSync(directory)) {
   process.exit(1);
 }
 // CPU.<date>.<time>.<process id>.<thread id>.<sequence>.cpuprofile
-const byProcess = new Map<string, ThreadSamples[]>();
-for (const name of readdirSync(directory).filter((entry) => entry.endsWith('.cpuprofile'))) {
-  const processId = name.split('.')[3] ?? name;
-  byProcess.set(processId, [...(byProcess.get(processId) ?? []), readThread(join(directory, name))]);
-}
+const byProcess = threadsByProcess(
+  directory,
+  (fileName) => (fileName.endsWith('.cpuprofile') ? (fileName.split('.')[3] ?? fileName) : undefined),
+  readThread,
+);
 const httpThreads = httpThreadsOf(byProcess, (thread) => thread.busyMicros);
 if (httpThreads === undefined) {
   console.error(`No process with two profiled threads in ${directory}: run the bench with --profile first.`);

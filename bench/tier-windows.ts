@@ -16,9 +16,9 @@
  * deoptimizations in it: what tells code V8 has not optimized yet (the fifty-eighth round's
  * suggestion about a fresh service's first minute of sign-ins) from code that is simply slow.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { basename, join } from 'node:path';
-import { busyStretches, httpThreadsOf } from './busy-stretches.ts';
+import { existsSync, readFileSync } from 'node:fs';
+import { basename } from 'node:path';
+import { busyStretches, httpThreadsOf, threadsByProcess } from './busy-stretches.ts';
 
 /** Where a tick landed: a tier of JavaScript, V8's own code, or native code outside V8's heap. */
 const PLACES = [
@@ -201,11 +201,11 @@ if (directory === undefined || !existsSync(directory)) {
   process.exit(1);
 }
 // isolate-<isolate address>-<process id>-v8-<process id>.log
-const byProcess = new Map<string, ThreadLog[]>();
-for (const name of readdirSync(directory).filter((entry) => /^isolate-.*\.log$/.test(entry))) {
-  const processId = name.split('-')[2] ?? name;
-  byProcess.set(processId, [...(byProcess.get(processId) ?? []), readThread(join(directory, name))]);
-}
+const byProcess = threadsByProcess(
+  directory,
+  (fileName) => (/^isolate-.*\.log$/.test(fileName) ? (fileName.split('-')[2] ?? fileName) : undefined),
+  readThread,
+);
 const httpThreads = httpThreadsOf(byProcess, (thread) => thread.busyTicks);
 if (httpThreads === undefined) {
   console.error(`No process with two logged threads in ${directory}: run the bench with --prof first.`);
