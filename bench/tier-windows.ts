@@ -3,7 +3,7 @@
  * (`node bench/tier-windows.ts <directory>`; run it on one run's logs):
  *
  *   npm run bench -- --only login --runs 1 --skip-bulk --connections 32,32,32,32 \
- *     --service-node-options="--prof --log-deopt --logfile=/tmp/v8-logs/v8-%p.log"
+ *     --service-node-options="--prof --log-deopt --log-timer-events --logfile=/tmp/v8-logs/v8-%p.log"
  *   node bench/tier-windows.ts /tmp/v8-logs
  *
  * `--prof` makes V8 write one log per thread (isolate): a sample of where the thread was, about
@@ -14,7 +14,10 @@
  * ticks (as `bench/profile-windows.ts` does with a profile's samples), and prints for each stretch
  * where the ticks landed, tier by tier, with the functions compiled to each tier and the
  * deoptimizations in it: what tells code V8 has not optimized yet (the fifty-eighth round's
- * suggestion about a fresh service's first minute of sign-ins) from code that is simply slow.
+ * suggestion about a fresh service's first minute of sign-ins) from code that is simply slow. With
+ * `--log-timer-events` the logs also time each garbage collection, and the tool counts the full
+ * collections, marking those of V8's memory reducer, which runs them once a heap has gone quiet and
+ * whose collections clear what optimized code holds weakly (the sixtieth round).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { basename } from 'node:path';
@@ -48,6 +51,11 @@ const TIER_BY_STATE: Readonly<Record<string, Place>> = {
 const GC_STATE = 1;
 const COMPILING_STATES = new Set([2, 3, 4]); // parser, bytecode compiler, compiler
 const BIN_MICROS = 1_000_000;
+/**
+ * A full collection's top-level timer event: V8.GC.Event.MainThread.Full.Finalize.<Incremental or
+ * NonIncremental>.<Regular or ReduceMemory> (its .Foreground part is logged beside it).
+ */
+const FULL_COLLECTION = /^V8\.GC\.Event\.MainThread\.Full\.Finalize\.\w+\.(Regular|ReduceMemory)$/;
 // A second is busy when a tenth as many ticks landed outside libc (where an idle thread waits, in
 // epoll) as in the thread's busiest second: the sampler ticks on an idle thread too, and less often
 // on some threads than on others. Gaps of a second are bridged and a stretch is three seconds at
@@ -62,9 +70,14 @@ interface Tick {
 interface ThreadLog {
   readonly file: string;
   readonly ticks: readonly Tick[];
-  /** When code of each optimizing tier was made, and when code was deoptimized (µs). */
+  /**
+   * When code of each optimizing tier was made, when code was deoptimized, and when a full
+   * collection began, regular or reducing memory (µs).
+   */
   readonly events: readonly { readonly at: number; readonly what: string }[];
   readonly busyTicks: number;
+  /** Whether the log times collections at all (`--log-timer-events`). */
+  readonly timesCollections: boolean;
 }
 
 /** Code ranges by start address, kept sorted so that a tick's address finds its code. */
@@ -128,6 +141,7 @@ function readThread(file: string): ThreadLog {
   const ticks: Tick[] = [];
   const events: { at: number; what: string }[] = [];
   let busyTicks = 0;
+  let timesCollections = false;
   for (const line of readFileSync(file, 'utf8').split('\n')) {
     const fields = line.split(',');
     switch (fields[0]) {
@@ -158,6 +172,13 @@ function readThread(file: string): ThreadLog {
       case 'code-deopt':
         events.push({ at: Number(fields[1]), what: 'deoptimized' });
         break;
+      case 'timer-event-start': {
+        // timer-event-start,<event>,<time>
+        const kind = FULL_COLLECTION.exec(fields[1] ?? '')?.[1];
+        if (fields[1]?.startsWith('V8.GC')) timesCollections = true;
+        if (kind !== undefined) events.push({ at: Number(fields[2]), what: kind });
+        break;
+      }
       case 'tick': {
         // tick,<address>,<time>,<external callback?>,<top of stack or callback>,<VM state>,...
         const address = Number.parseInt(fields[1] ?? '0', 16);
@@ -174,7 +195,7 @@ function readThread(file: string): ThreadLog {
       }
     }
   }
-  return { file, ticks, events, busyTicks };
+  return { file, ticks, events, busyTicks, timesCollections };
 }
 
 function windowsOf(thread: ThreadLog): { readonly from: number; readonly to: number }[] {
@@ -196,7 +217,7 @@ const directory = process.argv[2];
 if (directory === undefined || !existsSync(directory)) {
   console.error(
     `No directory ${directory ?? '(none named)'}: run the bench with --service-node-options="--prof ` +
-      '--log-deopt --logfile=<directory>/v8-%p.log" first, then name the directory.',
+      '--log-deopt --log-timer-events --logfile=<directory>/v8-%p.log" first, then name the directory.',
   );
   process.exit(1);
 }
@@ -258,3 +279,17 @@ for (const place of PLACES) row(place, (index) => ticksAt(index, [place]));
 for (const tier of ['Sparkplug', 'Maglev', 'Turbofan'] as const)
   row(`compiled to ${tier}`, (index) => eventsAt(index, tier));
 row('deoptimizations', (index) => eventsAt(index, 'deoptimized'));
+if (httpThreads.every((thread) => thread.timesCollections)) {
+  row('full collections', (index) => eventsAt(index, 'Regular') + eventsAt(index, 'ReduceMemory'));
+  row('of them reducing memory', (index) => eventsAt(index, 'ReduceMemory'));
+  // The memory reducer's collections come after quiet spells, often between the windows.
+  const reducing = httpThreads.map((thread) =>
+    thread.events
+      .filter(({ what }) => what === 'ReduceMemory')
+      .map(({ at }) => (at / BIN_MICROS).toFixed(1))
+      .join(', '),
+  );
+  console.log(
+    `Full collections reducing memory, seconds from each thread's start: ${reducing.map((at) => at || 'none').join('; ')}`,
+  );
+} else console.log('(Full collections not counted: the logs time none; add --log-timer-events.)');
