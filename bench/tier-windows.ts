@@ -16,8 +16,8 @@
  * deoptimizations in it: what tells code V8 has not optimized yet (the fifty-eighth round's
  * suggestion about a fresh service's first minute of sign-ins) from code that is simply slow. With
  * `--log-timer-events` the logs also time each garbage collection, and the tool counts the full
- * collections, marking those of V8's memory reducer, which runs them once a heap has gone quiet and
- * whose collections clear what optimized code holds weakly (the sixtieth round).
+ * collections, marking those of V8's memory reducer, which runs them some seconds after a thread's
+ * allocation falls off (in the sixtieth round each of them deoptimized a burst of functions).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { basename } from 'node:path';
